@@ -1,0 +1,41 @@
+# Two commands for learners: `make lab` and `make test`. Both build .venv when it is
+# missing or older than requirements.txt / pyproject.toml.
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV := .venv
+STAMP := $(VENV)/.installed
+PY := $(VENV)/bin/python
+PORT ?= 8888
+
+.PHONY: lab test build bench check-python clean-venv unit nbval coverage
+
+check-python:
+	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "This course needs Python 3.11: install it (e.g. pyenv install 3.11) or run 'make PYTHON=/path/to/python3.11 test'."; exit 1; }
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' || { echo "This course needs Python 3.11, but '$(PYTHON)' is $$($(PYTHON) -c 'import platform; print(platform.python_version())'): run 'make PYTHON=/path/to/python3.11 test'."; exit 1; }
+
+$(STAMP): requirements.txt pyproject.toml | check-python
+	@echo "Building $(VENV) from requirements.txt (first run takes about a minute)..."
+	@rm -rf $(VENV)
+	@$(PYTHON) -m venv $(VENV)
+	@$(PY) -m pip install --quiet --upgrade pip
+	@$(PY) -m pip install --quiet -r requirements.txt
+	@$(PY) -m pip install --quiet --no-deps -e .
+	@touch $(STAMP)
+
+lab: $(STAMP)
+	@$(VENV)/bin/jupyter lab --notebook-dir=notebooks --ServerApp.default_url=/lab/tree/00_start_here.ipynb --port=$(PORT) $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
+
+test: $(STAMP)
+	@$(PY) -m pytest
+
+build: $(STAMP)
+	@$(PY) -m helpers.build $(CHAPTERS)
+
+bench: $(STAMP)
+	@$(PY) -m helpers.bench
+
+coverage: $(STAMP)
+	@$(PY) -m helpers.nbval_coverage
+
+clean-venv:
+	rm -rf $(VENV)

@@ -1,0 +1,161 @@
+"""Build the course: learner copies from solutions, then fresh execution of both folders.
+
+    python -m helpers.build            # every chapter
+    python -m helpers.build 03 05      # chapters by number or slug
+    python -m helpers.build --check    # exit 1 if any file would change (writes nothing)
+
+solutions/ is the only source. The build reads every selected solution first and stops,
+naming the file, if one is not a valid notebook or has broken solution markers; nothing
+is written then, so a good learner copy is never overwritten by a broken source. Each
+pair is executed in fresh kernels; a pair whose execution fails is reported and not
+written. Outputs are stored without timing metadata or widget state, and a file is only
+rewritten when its content changes, so a second build in a row changes nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
+
+from .learner_copies import SolutionMarkupError, make_learner_copy
+from .notebook_format import annotate, dumps, normalize
+
+ROOT = Path(__file__).resolve().parent.parent
+SOLUTIONS, NOTEBOOKS = ROOT / "solutions", ROOT / "notebooks"
+CELL_TIMEOUT = 120
+
+
+class BuildError(Exception):
+    """A source notebook cannot be built; the message names the file."""
+
+
+@dataclass
+class Built:
+    slug: str
+    texts: dict[Path, str]
+    seconds: float
+    error: str | None = None
+
+
+def select(names: list[str], folder: Path | None = None) -> list[Path]:
+    folder = folder or SOLUTIONS
+    paths = sorted(folder.glob("[0-9][0-9]_*.ipynb"))
+    if not names:
+        return paths
+    chosen = [p for p in paths if any(p.stem == n or p.stem.startswith(n.rstrip("_") + "_") or p.name == Path(n).name
+                                       for n in names)]
+    missing = [n for n in names if not any(p.stem == n or p.stem.startswith(n.rstrip("_") + "_") or p.name == Path(n).name
+                                           for p in chosen)]
+    if missing:
+        raise BuildError(f"no chapter in {folder.name}/ matches {', '.join(missing)}")
+    return chosen
+
+
+def load_solution(path: Path) -> nbformat.NotebookNode:
+    """Read, validate and annotate one solution; BuildError names the file on failure."""
+    try:
+        nb = nbformat.read(path, as_version=4)
+        nbformat.validate(nb)
+    except Exception as exc:  # JSON errors, schema errors, unreadable files
+        raise BuildError(f"{shown(path)} is not a valid notebook: {(str(exc).splitlines() or [repr(exc)])[0]}") from exc
+    annotate(nb, path.stem)
+    try:
+        make_learner_copy(nb)
+    except SolutionMarkupError as exc:
+        raise BuildError(f"{shown(path)}: {exc}") from exc
+    return nb
+
+
+def execute(nb: nbformat.NotebookNode, cwd: Path) -> nbformat.NotebookNode:
+    """Run ``nb`` top to bottom in a fresh kernel (cells tagged raises-exception may fail)."""
+    NotebookClient(nb, timeout=CELL_TIMEOUT, kernel_name="python3",
+                   resources={"metadata": {"path": str(cwd)}}).execute()
+    return normalize(nb)
+
+
+def build_pair(path_text: str) -> Built:
+    """Execute the solution and its learner copy; return the texts to write."""
+    path = Path(path_text)
+    started = time.perf_counter()
+    solution = load_solution(path)
+    learner = make_learner_copy(solution)
+    try:
+        texts = {path: dumps(execute(solution, path.parent)),
+                 learner_path(path): dumps(execute(learner, learner_path(path).parent))}
+    except CellExecutionError as exc:
+        return Built(path.stem, {}, time.perf_counter() - started, _first_lines(str(exc)))
+    return Built(path.stem, texts, time.perf_counter() - started)
+
+
+def shown(path: Path) -> str:
+    """A path relative to the course root when it is inside it (for messages)."""
+    try:
+        return str(path.resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
+def learner_path(solution_path: Path) -> Path:
+    return solution_path.parent.parent / NOTEBOOKS.name / solution_path.name
+
+
+def write_if_changed(path: Path, text: str) -> bool:
+    if path.exists() and path.read_text(encoding="utf-8") == text:
+        return False
+    tmp = path.with_suffix(".ipynb.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)  # atomic: a reader never sees half a notebook
+    return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("chapters", nargs="*", help="chapter numbers or slugs (default: all)")
+    parser.add_argument("--check", action="store_true", help="report files that would change; write nothing")
+    parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1))
+    args = parser.parse_args(argv)
+    try:
+        paths = select(args.chapters)
+        for path in paths:  # validate everything before executing or writing anything
+            load_solution(path)
+    except BuildError as exc:
+        print(f"build stopped: {exc}", file=sys.stderr)
+        return 1
+    for path in paths:
+        learner_path(path).parent.mkdir(exist_ok=True)
+    failed, changed = [], []
+    with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        for built in pool.map(build_pair, [str(p) for p in paths]):
+            if built.error:
+                failed.append(built.slug)
+                print(f"{built.slug}: execution failed, nothing written\n{built.error}", file=sys.stderr)
+                continue
+            for path, text in built.texts.items():
+                differs = not path.exists() or path.read_text(encoding="utf-8") != text
+                if differs:
+                    changed.append(shown(path))
+                    if not args.check:
+                        write_if_changed(path, text)
+            print(f"{built.slug}: built in {built.seconds:.1f}s")
+    verb = "would change" if args.check else "changed"
+    print(f"{len(changed)} file(s) {verb}" + "".join(f"\n  {p}" for p in changed))
+    if failed:
+        return 1
+    return 1 if (args.check and changed) else 0
+
+
+def _first_lines(text: str, count: int = 25) -> str:
+    return "\n".join(text.strip().splitlines()[-count:])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,28 @@
+"""Checks for chapter 00 (start here)."""
+
+from __future__ import annotations
+
+from .protocol import Fail, exercise, expect_type
+
+KINDS = ("time", "steps", "failure")
+EXPECTED_KINDS = {"visa": "time", "itinerary": "steps", "laptop": "failure"}
+KIND_HINTS = {
+    "visa": "the visa case waits days for an outside answer: that is a long time span",
+    "itinerary": "the itinerary case runs many nodes in one go: that is many steps",
+    "laptop": "the laptop case is about the process going away mid-task: that is a failure window",
+}
+
+
+@exercise("00.1")
+def long_task_kinds(answer):
+    expect_type(answer, dict, "scenario name -> 'time', 'steps' or 'failure'")
+    missing = sorted(set(EXPECTED_KINDS) - set(answer))
+    if missing:
+        raise Fail(f"missing scenario(s) {missing}; the dict needs the keys {sorted(EXPECTED_KINDS)}")
+    for scenario, kind in sorted(answer.items()):
+        if kind not in KINDS:
+            raise Fail(f"{scenario!r}: {kind!r} is not one of {list(KINDS)}")
+    wrong = [s for s in sorted(EXPECTED_KINDS) if answer[s] != EXPECTED_KINDS[s]]
+    if wrong:
+        raise Fail(f"{len(wrong)} of 3 are off; hint: {KIND_HINTS[wrong[0]]}")
+    return "all three kinds of 'long' recognised"

@@ -1,0 +1,55 @@
+"""The environment self-check shown in chapter 00: is this the environment the course pins?"""
+
+from __future__ import annotations
+
+import platform
+import re
+from importlib import metadata
+from pathlib import Path
+
+REQUIREMENTS = Path(__file__).resolve().parent.parent / "requirements.txt"
+SHOWN = ("langgraph", "langgraph-checkpoint", "langgraph-checkpoint-sqlite", "langchain-core")
+# Binder's base image brings its own JupyterLab (binder/requirements.txt leaves it out), and
+# the server's version does not change what a kernel computes.
+NOT_CHECKED = frozenset({"jupyterlab"})
+PIN = re.compile(r"^\s*([A-Za-z0-9_.\-]+)(?:\[[^\]]*\])?\s*==\s*([^\s;#]+)")
+
+
+def read_pins(path: Path = REQUIREMENTS) -> dict[str, str]:
+    """``name == version`` lines of a requirements file, names normalised to lower-case dashes."""
+    pins = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        match = PIN.match(line)
+        if match:
+            pins[match.group(1).lower().replace("_", "-")] = match.group(2)
+    return pins
+
+
+def installed_version(name: str) -> str | None:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def environment_rows(pins: dict[str, str] | None = None) -> list[dict[str, str]]:
+    """One row per pinned package: pinned version, installed version, and whether they match."""
+    pins = read_pins() if pins is None else pins
+    return [{"package": name, "pinned": version, "installed": installed_version(name) or "missing",
+             "ok": "yes" if installed_version(name) == version else "NO"}
+            for name, version in sorted(pins.items()) if name not in NOT_CHECKED]
+
+
+def self_check() -> list[str]:
+    """Lines for the self-check cell: Python, the LangGraph packages, and any mismatch."""
+    rows = environment_rows()
+    python = ".".join(platform.python_version_tuple()[:2])
+    lines = [f"python {python}: " + ("ok" if python == "3.11" else "this course needs 3.11")]
+    lines += [f"{r['package']} {r['installed']}" for r in rows if r["package"] in SHOWN]
+    bad = [r for r in rows if r["ok"] != "yes"]
+    if bad:
+        lines += [f"MISMATCH {r['package']}: pinned {r['pinned']}, installed {r['installed']}" for r in bad]
+        lines.append("Fix: run `make lab` from the course folder; it rebuilds .venv from requirements.txt.")
+    else:
+        lines.append(f"all {len(rows)} pinned packages match requirements.txt")
+    return lines

@@ -1,0 +1,81 @@
+"""How much of the stored output nbval really compares.
+
+    python -m helpers.nbval_coverage
+
+A code cell counts as compared unless nbval ignores or skips it. The course keeps the
+share at or above :data:`THRESHOLD` in each folder, and every ignored cell must say why
+on its first line (``# nbval-ignore-output: <reason>``).
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+from .notebook_format import ignore_reason, ignored_by_nbval, source
+from .text_tables import format_table
+
+ROOT = Path(__file__).resolve().parent.parent
+FOLDERS = ("solutions", "notebooks")
+THRESHOLD = 0.95
+
+
+@dataclass(frozen=True)
+class IgnoredCell:
+    notebook: str
+    cell_id: str
+    reason: str | None
+    first_line: str
+
+
+@dataclass(frozen=True)
+class FolderCoverage:
+    folder: str
+    notebooks: int
+    code_cells: int
+    compared: int
+    ignored: tuple[IgnoredCell, ...]
+
+    @property
+    def share(self) -> float:
+        return self.compared / self.code_cells if self.code_cells else 1.0
+
+
+def folder_coverage(folder: Path) -> FolderCoverage:
+    code = compared = 0
+    ignored: list[IgnoredCell] = []
+    books = sorted(folder.glob("*.ipynb"))
+    for book in books:
+        nb = nbformat.read(book, as_version=4)
+        for cell in nb.cells:
+            if cell.cell_type != "code":
+                continue
+            code += 1
+            if ignored_by_nbval(cell):
+                first = (source(cell).splitlines() or [""])[0]
+                ignored.append(IgnoredCell(book.name, cell.get("id", "?"), ignore_reason(cell), first))
+            else:
+                compared += 1
+    return FolderCoverage(folder.name, len(books), code, compared, tuple(ignored))
+
+
+def report(root: Path = ROOT) -> list[FolderCoverage]:
+    return [folder_coverage(root / name) for name in FOLDERS]
+
+
+def main() -> int:
+    results = report()
+    print(format_table([{"folder": r.folder, "notebooks": r.notebooks, "code cells": r.code_cells,
+                         "compared": r.compared, "share": f"{100 * r.share:.1f}%"} for r in results]))
+    for r in results:
+        for cell in r.ignored:
+            print(f"ignored {r.folder}/{cell.notebook} [{cell.cell_id}]: {cell.reason or 'NO REASON GIVEN'}")
+    ok = all(r.share >= THRESHOLD and all(c.reason for c in r.ignored) for r in results)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

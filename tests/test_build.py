@@ -1,0 +1,115 @@
+"""The build pipeline: learner copies are current, leak nothing, and builds are fixed points."""
+
+import json
+import shutil
+
+import nbformat
+import pytest
+
+from conftest import NOTEBOOKS, ROOT, SOLUTIONS, read
+from helpers import build
+from helpers.learner_copies import SolutionMarkupError, make_learner_copy, solution_lines, strip_solutions, stub_for
+from helpers.notebook_format import BEGIN, END, annotate, dumps, normalize, source
+
+
+def test_there_are_chapters_in_both_folders():
+    assert SOLUTIONS, "solutions/ has no chapters"
+    assert [p.name for p in SOLUTIONS] == [p.name for p in NOTEBOOKS]
+
+
+@pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.stem)
+def test_learner_copy_is_what_the_generator_makes_now(path):
+    expected = make_learner_copy(annotate(read(path), path.stem))
+    committed = read(ROOT / "notebooks" / path.name)
+    assert committed.metadata["course"] == expected.metadata["course"]
+    assert [(c.id, c.cell_type, source(c), c.metadata) for c in committed.cells] == \
+           [(c.id, c.cell_type, source(c), c.metadata) for c in expected.cells], \
+        "notebooks/ is stale: run `make build`"
+
+
+@pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.stem)
+def test_no_solution_text_leaks_into_learner_copies(path):
+    solution = read(path)
+    secret = solution_lines(solution)
+    if any(BEGIN in source(c) for c in solution.cells):
+        assert secret, "a chapter with solution regions must have lines to protect"
+    learner_text = "\n".join(source(c) for c in read(ROOT / "notebooks" / path.name).cells)
+    assert BEGIN not in learner_text and END not in learner_text
+    leaked = sorted(line for line in secret if line in learner_text)
+    assert not leaked, f"solution lines visible in notebooks/{path.name}: {leaked[:3]}"
+
+
+@pytest.mark.parametrize("path", SOLUTIONS + NOTEBOOKS, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_committed_notebook_is_a_fixed_point_of_the_build(path):
+    # The build writes dumps(normalize(...)) of executed notebooks; nbval proves the outputs
+    # reproduce, and this proves the stored form does, so a second build changes nothing.
+    text = path.read_text(encoding="utf-8")
+    nb = nbformat.reads(text, as_version=4)
+    if path.parent.name == "solutions":
+        annotate(nb, path.stem)
+    assert dumps(normalize(nb)) == text
+    assert all("execution" not in c.metadata for c in nb.cells)
+    assert "widgets" not in nb.metadata
+
+
+def test_stub_rules():
+    assert stub_for("answer = 6") == ["# Your code here: replace each ... with your answer.", "answer = ..."]
+    assert stub_for("a, b = 1, 2")[1:] == ["a = ...", "b = ..."]
+    lines = stub_for('def f(x: int) -> int:\n    """Double x."""\n    return 2 * x')
+    assert lines[1] == "def f(x: int) -> int:" and "return ...  # your code here" in lines[-1]
+    assert "2 * x" not in "\n".join(lines)
+    assert stub_for("return x + 1", "    ")[-1] == "    return ..."
+    assert stub_for("print('hi')")[-1] == "pass"
+
+
+def test_strip_solutions_keeps_the_rest_of_the_cell():
+    text = f"x = 1\n{BEGIN}\nanswer = x + 1\n{END}\nprint(answer)"
+    assert strip_solutions(text).splitlines() == ["x = 1", "# Your code here: replace each ... with your answer.",
+                                                  "answer = ...", "print(answer)"]
+
+
+@pytest.mark.parametrize("text", [f"{BEGIN}\nx = 1", f"x = 1\n{END}", f"{BEGIN}\n{BEGIN}\n{END}", f"{BEGIN}\nx = (\n{END}"])
+def test_broken_markers_are_reported(text):
+    with pytest.raises(SolutionMarkupError):
+        strip_solutions(text)
+
+
+def test_stub_runs_without_raising():
+    text = f"def g(n):\n    '''doc'''\n    {BEGIN}\n    total = n * 2\n    return total\n    {END}\nresult = g(3)"
+    namespace = {}
+    exec(strip_solutions(text), namespace)
+    assert namespace["result"] is Ellipsis
+
+
+def _course_copy(tmp_path):
+    for folder in ("solutions", "notebooks"):
+        (tmp_path / folder).mkdir()
+    shutil.copy(SOLUTIONS[0], tmp_path / "solutions" / SOLUTIONS[0].name)
+    shutil.copy(NOTEBOOKS[0], tmp_path / "notebooks" / NOTEBOOKS[0].name)
+    return tmp_path
+
+
+@pytest.mark.parametrize("corruption", ["{not json", json.dumps({"cells": "nope"}),
+                                        None], ids=["not-json", "not-a-notebook", "unclosed-solution"])
+def test_corrupt_solution_stops_the_build_and_keeps_the_learner_copy(tmp_path, monkeypatch, capsys, corruption):
+    course = _course_copy(tmp_path)
+    bad = course / "solutions" / "99_broken.ipynb"
+    if corruption is None:
+        nb = read(SOLUTIONS[0])
+        nb.cells.append(nbformat.v4.new_code_cell(f"{BEGIN}\nanswer = 1"))
+        nbformat.write(nb, bad)
+    else:
+        bad.write_text(corruption)
+    learner = course / "notebooks" / SOLUTIONS[0].name
+    before = learner.read_bytes()
+    monkeypatch.setattr(build, "SOLUTIONS", course / "solutions")
+    assert build.main([]) == 1
+    err = capsys.readouterr().err
+    assert "99_broken.ipynb" in err and "build stopped" in err
+    assert learner.read_bytes() == before
+    assert not (course / "notebooks" / "99_broken.ipynb").exists()
+
+
+def test_unknown_chapter_is_a_clear_error(capsys):
+    assert build.main(["77"]) == 1
+    assert "no chapter in solutions/ matches 77" in capsys.readouterr().err

@@ -1,0 +1,93 @@
+"""The check protocol: one line, a machine-readable bundle, and never an exception."""
+
+import pytest
+
+from helpers.checks import FAILED, MIME_TYPE, NOT_ATTEMPTED, PASSED, Fail, call_answer, check, evaluate, exercise, expect_type
+from helpers.checks.protocol import NotAttempted, _REGISTRY
+
+
+@pytest.fixture
+def registered():
+    @exercise("98.1")
+    def count(answer):
+        expect_type(answer, int, "the number of messages")
+        if answer != 4:
+            raise Fail("two turns add two messages each")
+        return "4 messages"
+
+    @exercise("98.2")
+    def function_answer(func):
+        return f"got {call_answer(func, 2, what='double(n)')}"
+
+    yield
+    _REGISTRY.pop("98.1"), _REGISTRY.pop("98.2")
+
+
+def test_statuses(registered):
+    assert evaluate("98.1", 4).status == PASSED
+    assert evaluate("98.1", ...).status == NOT_ATTEMPTED
+    failed = evaluate("98.1", 3)
+    assert failed.status == FAILED and "two turns" in failed.line and failed.line.startswith("[98.1] failed: ")
+
+
+@pytest.mark.parametrize("answer,expected", [("4", "expected an int (the number of messages), got str '4'"),
+                                             (True, "expected an int (the number of messages), got a bool"),
+                                             (None, "got NoneType")])
+def test_wrong_type_names_the_expected_type(registered, answer, expected):
+    assert expected in evaluate("98.1", answer).message
+
+
+def test_function_answers(registered):
+    assert evaluate("98.2", lambda n: 2 * n).status == PASSED
+    assert evaluate("98.2", lambda n: ...).status == NOT_ATTEMPTED
+    assert evaluate("98.2", ...).status == NOT_ATTEMPTED
+    boom = evaluate("98.2", lambda n: 1 / 0)
+    assert boom.status == FAILED and "ZeroDivisionError" in boom.message
+    assert "expected a function" in evaluate("98.2", 3).message
+
+
+def test_unknown_exercise_fails_without_raising():
+    result = evaluate("97.9", 1)
+    assert result.status == FAILED and "no check is registered" in result.message
+
+
+def test_checker_exception_is_contained(registered):
+    class Weird:
+        def __eq__(self, other):
+            raise RuntimeError("nope")
+    assert evaluate("98.1", Weird()).status == FAILED
+
+
+def test_check_displays_one_bundle(registered, monkeypatch):
+    shown = []
+    import IPython.display
+    monkeypatch.setattr(IPython.display, "display", lambda obj, raw=False: shown.append((obj, raw)))
+    assert check("98.1", 4) is None
+    [(bundle, raw)] = shown
+    assert raw and bundle["text/plain"] == "[98.1] passed: 4 messages"
+    assert bundle[MIME_TYPE] == {"exercise": "98.1", "status": PASSED, "message": "4 messages"}
+
+
+def test_check_falls_back_to_print(registered, monkeypatch, capsys):
+    import IPython.display
+
+    def broken(*a, **k):
+        raise RuntimeError("no display")
+    monkeypatch.setattr(IPython.display, "display", broken)
+    check("98.1", 3)
+    assert capsys.readouterr().out.startswith("[98.1] failed:")
+
+
+def test_duplicate_registration_is_refused(registered):
+    with pytest.raises(ValueError):
+        exercise("98.1")(lambda a: None)
+
+
+def test_not_attempted_from_checker():
+    @exercise("98.3")
+    def c(a):
+        raise NotAttempted("fill in the dict")
+    try:
+        assert evaluate("98.3", {}).status == NOT_ATTEMPTED
+    finally:
+        _REGISTRY.pop("98.3")

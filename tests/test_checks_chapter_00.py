@@ -1,0 +1,26 @@
+"""Wrong answers for chapter 00's exercises must fail with a hint.
+
+Every ``tests/test_checks_chapter_NN.py`` has the same shape: ``WRONG_ANSWERS`` maps an
+exercise id to ``(args, hint)`` cases, where ``args`` is the tuple passed to the check and
+``hint`` a substring the failure message must contain.
+"""
+
+import pytest
+
+from helpers.checks import FAILED, evaluate
+
+WRONG_ANSWERS = {
+    "00.1": [
+        (({"visa": "steps", "itinerary": "steps", "laptop": "failure"},), "long time span"),
+        (({"visa": "time", "itinerary": "steps"},), "missing scenario"),
+        (({"visa": "time", "itinerary": "steps", "laptop": "crash"},), "not one of"),
+        ((["time", "steps", "failure"],), "expected a dict"),
+    ],
+}
+
+
+@pytest.mark.parametrize("exercise_id,args,hint", [(e, a, h) for e, cases in WRONG_ANSWERS.items() for a, h in cases])
+def test_wrong_answer_fails_with_hint(exercise_id, args, hint):
+    result = evaluate(exercise_id, *args)
+    assert result.status == FAILED, result
+    assert hint in result.message

@@ -1,0 +1,43 @@
+"""nbval runs strictly, compares >= 95% of code cells, and every ignored cell says why."""
+
+import tomllib
+
+from conftest import ROOT
+from helpers.environment import NOT_CHECKED, read_pins
+from helpers.nbval_coverage import THRESHOLD, report
+
+
+def test_pytest_runs_nbval_strictly_in_parallel():
+    options = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    addopts = options["addopts"].split()
+    assert "--nbval" in addopts and "--nbval-lax" not in addopts
+    assert "loadscope" in addopts and "tests/sanitize.cfg" in addopts
+    assert {"tests", "solutions", "notebooks"} <= set(options["testpaths"])
+
+
+def test_compared_share_and_reasons():
+    for folder in report():
+        assert folder.code_cells > 0
+        assert folder.share >= THRESHOLD, f"{folder.folder}: only {folder.share:.1%} of code cells compared"
+        assert all(cell.reason for cell in folder.ignored), [c for c in folder.ignored if not c.reason]
+
+
+def test_sanitize_rules_are_paired():
+    lines = [l for l in (ROOT / "tests/sanitize.cfg").read_text().splitlines() if l and not l.startswith("#")]
+    regexes = [i for i, l in enumerate(lines) if l.startswith("regex:")]
+    assert regexes and all(lines[i + 1].startswith("replace:") for i in regexes)
+
+
+def test_binder_requirements_agree_with_requirements():
+    pins = read_pins(ROOT / "requirements.txt")
+    binder = read_pins(ROOT / "binder/requirements.txt")
+    assert binder == {k: v for k, v in pins.items() if k not in NOT_CHECKED}
+    assert "jupyterlab" not in binder
+    assert not any(l.startswith("-r") for l in (ROOT / "binder/requirements.txt").read_text().splitlines())
+    assert (ROOT / "binder/runtime.txt").read_text().strip() == "python-3.11"
+    post = (ROOT / "binder/postBuild").read_text()
+    assert "set -euo pipefail" in post and "pip install" in post
+
+
+def test_ci_calls_make_test():
+    assert "make test" in (ROOT / ".ci/run").read_text()
