@@ -1,0 +1,97 @@
+"""A checkpointer wrapper that counts (and can slow down) calls to a real saver.
+
+``CountingSaver(inner)`` behaves exactly like ``inner`` (InMemorySaver, SqliteSaver, ...)
+and counts how often the graph runtime calls each method of the saver interface, which
+makes visible what happens behind ``invoke``: how many ``put`` / ``put_writes`` per run and
+per durability mode. ``delay`` adds a fixed latency to every write, like a remote database
+would, for crash experiments where timing matters.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from typing import Any, AsyncIterator, Iterator, Sequence
+
+from langgraph.checkpoint.base import BaseCheckpointSaver, ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple
+
+COUNTED = ("get_tuple", "list", "put", "put_writes", "delete_thread")
+
+
+class CountingSaver(BaseCheckpointSaver):
+    """Delegate every saver call to ``inner`` and count it (thread-safe)."""
+
+    def __init__(self, inner: BaseCheckpointSaver, *, delay: float = 0.0) -> None:
+        super().__init__(serde=inner.serde)
+        self.inner = inner
+        self.delay = delay
+        self.calls: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    def _count(self, name: str) -> None:
+        with self._lock:
+            self.calls[name] += 1
+
+    def counts(self) -> dict[str, int]:
+        """Calls per interface method, every method listed (zero when never called)."""
+        with self._lock:
+            return {name: self.calls[name] for name in COUNTED}
+
+    def reset(self) -> None:
+        with self._lock:
+            self.calls.clear()
+
+    # -- sync interface ---------------------------------------------------------------
+    def get_tuple(self, config: dict[str, Any]) -> CheckpointTuple | None:
+        self._count("get_tuple")
+        return self.inner.get_tuple(config)
+
+    def list(self, config: dict[str, Any] | None, **kwargs: Any) -> Iterator[CheckpointTuple]:
+        self._count("list")
+        return self.inner.list(config, **kwargs)
+
+    def put(self, config: dict[str, Any], checkpoint: Checkpoint, metadata: CheckpointMetadata,
+            new_versions: ChannelVersions) -> dict[str, Any]:
+        self._count("put")
+        if self.delay:
+            time.sleep(self.delay)  # simulated network latency, not synchronisation
+        return self.inner.put(config, checkpoint, metadata, new_versions)
+
+    def put_writes(self, config: dict[str, Any], writes: Sequence[tuple[str, Any]], task_id: str,
+                   task_path: str = "") -> None:
+        self._count("put_writes")
+        if self.delay:
+            time.sleep(self.delay)
+        return self.inner.put_writes(config, writes, task_id, task_path)
+
+    def delete_thread(self, thread_id: str) -> None:
+        self._count("delete_thread")
+        return self.inner.delete_thread(thread_id)
+
+    def get_next_version(self, current: Any, channel: Any = None) -> Any:
+        return self.inner.get_next_version(current, channel)
+
+    # -- async interface: same counts, so ainvoke can be measured too ----------------------
+    async def aget_tuple(self, config: dict[str, Any]) -> CheckpointTuple | None:
+        self._count("get_tuple")
+        return await self.inner.aget_tuple(config)
+
+    async def alist(self, config: dict[str, Any] | None, **kwargs: Any) -> AsyncIterator[CheckpointTuple]:
+        self._count("list")
+        async for item in self.inner.alist(config, **kwargs):
+            yield item
+
+    async def aput(self, config: dict[str, Any], checkpoint: Checkpoint, metadata: CheckpointMetadata,
+                   new_versions: ChannelVersions) -> dict[str, Any]:
+        self._count("put")
+        return await self.inner.aput(config, checkpoint, metadata, new_versions)
+
+    async def aput_writes(self, config: dict[str, Any], writes: Sequence[tuple[str, Any]], task_id: str,
+                          task_path: str = "") -> None:
+        self._count("put_writes")
+        return await self.inner.aput_writes(config, writes, task_id, task_path)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        self._count("delete_thread")
+        return await self.inner.adelete_thread(thread_id)
