@@ -29,7 +29,7 @@ class ChildProcessError(RuntimeError):
     """A child process failed when it was expected to succeed."""
 
 
-def run_python(code: str, *args: str, cwd: str | Path | None = None, timeout: float = 60,
+def run_python(code: str, *args: object, cwd: str | Path | None = None, timeout: float = 60,
                expect_returncode: int | None = 0, env: dict[str, str] | None = None) -> ProcessResult:
     """Run ``code`` with this interpreter in a new process and wait for it.
 
@@ -37,11 +37,31 @@ def run_python(code: str, *args: str, cwd: str | Path | None = None, timeout: fl
     ``expect_returncode`` is not None and differs from the real one, raise with the
     child's stderr so the reason is visible in the notebook.
     """
+    return run_pythons([(code, *args)], cwd=cwd, timeout=timeout, expect_returncode=expect_returncode, env=env)[0]
+
+
+def run_pythons(jobs: list[tuple[object, ...]], *, cwd: str | Path | None = None, timeout: float = 60,
+                expect_returncode: int | None = 0, env: dict[str, str] | None = None) -> list[ProcessResult]:
+    """Run several ``(code, *args)`` jobs as concurrent processes; results in job order.
+
+    Independent children overlap their interpreter start-up, which is most of their cost.
+    """
     child_env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
-    done = subprocess.run([sys.executable, "-c", textwrap.dedent(code), *map(str, args)],
-                          cwd=cwd, capture_output=True, text=True, timeout=timeout, env=child_env)
-    result = ProcessResult(done.returncode, done.stdout, done.stderr)
-    if expect_returncode is not None and done.returncode != expect_returncode:
-        tail = "\n".join(done.stderr.strip().splitlines()[-15:])
-        raise ChildProcessError(f"child process exited with {done.returncode}, expected {expect_returncode}:\n{tail}")
-    return result
+    procs = [subprocess.Popen([sys.executable, "-c", textwrap.dedent(str(code)), *map(str, args)], cwd=cwd,
+                              env=child_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for code, *args in jobs]
+    results = []
+    try:
+        for proc in procs:
+            out, err = proc.communicate(timeout=timeout)
+            results.append(ProcessResult(proc.returncode, out, err))
+    finally:
+        for proc in procs:  # on a timeout, never leave children behind
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    for result in results:
+        if expect_returncode is not None and result.returncode != expect_returncode:
+            tail = "\n".join(result.stderr.strip().splitlines()[-15:])
+            raise ChildProcessError(f"child process exited with {result.returncode}, expected {expect_returncode}:\n{tail}")
+    return results

@@ -33,11 +33,15 @@ def stand_in_reply(messages: list[BaseMessage]) -> AIMessage:
     last = str(messages[-1].content) if messages else ""
     if "?" in last and re.search(r"\b(where|which|what)\b", last, re.IGNORECASE):
         seat = remembered_seat(messages[:-1])
-        text = f"You asked for a {seat} seat." if seat else "I don't know: you haven't told me a seat preference."
+        text = f"You asked for {_a(seat)} {seat} seat." if seat else "I don't know: you haven't told me a seat preference."
     else:
         seat = remembered_seat(messages[-1:])
-        text = f"Noted: a {seat} seat." if seat else "Noted."
+        text = f"Noted: {_a(seat)} {seat} seat." if seat else "Noted."
     return AIMessage(content=text)
+
+
+def _a(word: str) -> str:
+    return "an" if word[0] in "aeiou" else "a"
 
 
 def reply(state: MessagesState) -> dict[str, Any]:
