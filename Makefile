@@ -17,10 +17,12 @@ $(STAMP): requirements.txt pyproject.toml | check-python
 	@echo "Building $(VENV) from requirements.txt (first run takes about a minute)..."
 	@rm -rf $(VENV)
 	@$(PYTHON) -m venv $(VENV)
-	@$(PY) -m pip install --quiet --upgrade pip
-	@$(PY) -m pip install --quiet -r requirements.txt
-	@$(PY) -m pip install --quiet --no-deps -e .
+	@# pip's output goes to a log that is shown only when the install fails
+	@{ $(PY) -m pip install --upgrade pip && $(PY) -m pip install -r requirements.txt \
+	   && $(PY) -m pip install --no-deps -e . ; } > $(VENV)/install.log 2>&1 \
+	   || { tail -n 30 $(VENV)/install.log; echo "Installing the pinned packages failed; full log: $(VENV)/install.log"; exit 1; }
 	@touch $(STAMP)
+	@echo "$(VENV) is ready."
 
 lab: $(STAMP)
 	@$(VENV)/bin/jupyter lab --notebook-dir=notebooks --ServerApp.default_url=/lab/tree/00_start_here.ipynb --port=$(PORT) $$( [ "$$(id -u)" = 0 ] && echo --allow-root )

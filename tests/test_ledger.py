@@ -1,0 +1,543 @@
+"""Tests for helpers.ledger: races, crashes, FIFO, hostile input and properties."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+import unicodedata
+import uuid
+from collections import Counter
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from helpers.ledger import (
+    CRASH_POINTS,
+    RUN_NAMESPACE,
+    CommandNotFound,
+    ConversationNotFound,
+    Delivery,
+    Forbidden,
+    InvalidId,
+    InvalidPayload,
+    Ledger,
+    LedgerError,
+    PayloadMismatch,
+    SimulatedCrash,
+    canonical_json,
+    fingerprint,
+    new_command_id,
+    new_time_ordered_id,
+    stable_id,
+    validate_id,
+)
+from helpers.ledger_bench import benchmark_ledger
+
+T = "tenant-a"
+
+
+def dump(path: Path) -> dict[str, list[tuple]]:
+    """Every row of every table (sqlite_sequence included), for before/after comparisons."""
+    with closing(sqlite3.connect(path)) as conn:
+        names = [r[0] for r in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+        return {n: conn.execute(f'SELECT * FROM "{n}" ORDER BY rowid').fetchall() for n in names}
+
+
+def count(path: Path, table: str) -> int:
+    with closing(sqlite3.connect(path)) as conn:
+        return conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+
+
+def run_threads(n: int, target, *args) -> None:
+    """Start n threads on target(i, *args); re-raise the first worker error."""
+    errors: list[BaseException] = []
+
+    def wrap(i: int) -> None:
+        try:
+            target(i, *args)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=wrap, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not any(t.is_alive() for t in threads), "a worker thread hung"
+    if errors:
+        raise errors[0]
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "ledger.db"
+
+
+@pytest.fixture
+def ledger(db: Path):
+    with Ledger(db) as led:
+        led.create_conversation(T, "conv-1")
+        led.create_conversation(T, "conv-2")
+        led.create_conversation("tenant-b", "conv-b")
+        yield led
+
+
+# --------------------------------------------------------------------------- the race
+class NaiveLedger:
+    """Check-then-insert, the pattern the ledger avoids. ``between`` runs after the SELECT."""
+
+    def __init__(self, path: Path, *, unique: bool, between=None) -> None:
+        self.path, self.between = path, between
+        constraint = ", UNIQUE (tenant_id, command_id)" if unique else ""
+        with closing(sqlite3.connect(path)) as conn:
+            conn.execute("CREATE TABLE commands (tenant_id TEXT, command_id TEXT, "
+                         f"payload TEXT{constraint})")
+            conn.commit()
+
+    def submit(self, tenant_id: str, command_id: str, payload: str) -> bool:
+        with closing(sqlite3.connect(self.path, timeout=10, isolation_level=None)) as conn:
+            seen = conn.execute("SELECT 1 FROM commands WHERE tenant_id = ? AND command_id = ?",
+                                (tenant_id, command_id)).fetchone()
+            if seen:
+                return False
+            if self.between:
+                self.between()
+            conn.execute("INSERT INTO commands VALUES (?, ?, ?)", (tenant_id, command_id, payload))
+            return True
+
+
+@pytest.mark.parametrize("unique", [False, True])
+def test_naive_check_then_insert_loses_the_race(tmp_path: Path, unique: bool) -> None:
+    # The barrier forces both callers past the SELECT before either INSERTs: no luck needed.
+    barrier = threading.Barrier(2, timeout=10)
+    naive = NaiveLedger(tmp_path / "naive.db", unique=unique, between=barrier.wait)
+    outcomes: list[object] = []
+
+    def call(i: int) -> None:
+        try:
+            outcomes.append(naive.submit(T, "cmd-1", "{}"))
+        except sqlite3.IntegrityError as exc:
+            outcomes.append(exc)
+
+    run_threads(2, call)
+    if unique:  # the constraint saves the data, but one caller gets a raw error, not the record
+        assert True in outcomes and any(isinstance(o, sqlite3.IntegrityError) for o in outcomes)
+        assert count(tmp_path / "naive.db", "commands") == 1
+    else:  # both callers "accepted" the command: two runs would start
+        assert outcomes == [True, True]
+        assert count(tmp_path / "naive.db", "commands") == 2
+
+
+@pytest.mark.parametrize("shared", [True, False], ids=["one-ledger", "ledger-per-thread"])
+def test_sixteen_threads_race_one_key(db: Path, ledger: Ledger, shared: bool) -> None:
+    # One shared Ledger (a connection per thread), or one Ledger per thread as separate
+    # processes would have. The second variant does fewer rounds: SQLite's busy handler
+    # sleeps with back-off between Ledger objects, which makes it slower and noisier.
+    rounds = 200 if shared else 100
+    barrier = threading.Barrier(16, timeout=30)
+    results: list[list] = [[] for _ in range(16)]
+    payload = {"text": "Book Lisbon → Porto", "seats": 2}
+
+    def hammer(i: int) -> None:
+        led = ledger if shared else Ledger(db)
+        try:
+            barrier.wait()
+            for _ in range(rounds):
+                results[i].append(led.submit(T, "cmd-race", "conv-1", payload))
+        finally:
+            if not shared:
+                led.close()
+
+    run_threads(16, hammer)
+    flat = [r for rs in results for r in rs]
+    assert len(flat) == 16 * rounds
+    assert sum(r.created for r in flat) == 1
+    assert all(r.record == flat[0].record for r in flat)  # every caller sees the same record
+    assert count(db, "commands") == 1 and count(db, "outbox") == 1
+    runs: list[Delivery] = []
+    ledger.dispatch_pending(runs.append)
+    ledger.dispatch_pending(runs.append)
+    assert [d.command_id for d in runs] == ["cmd-race"]
+    assert runs[0].run_id == flat[0].record.run_id == stable_id(RUN_NAMESPACE, f"{T}/cmd-race")
+
+
+# --------------------------------------------------------------------------- semantics
+def test_retry_returns_stored_record_and_result(ledger: Ledger, db: Path) -> None:
+    first = ledger.submit(T, "cmd-1", "conv-1", {"q": "hotels"})
+    assert first.created and first.record.status == "accepted"
+    [d] = ledger.dispatch_pending(lambda d: None)
+    ledger.record_result(T, "cmd-1", {"answer": 3})
+    again = ledger.submit(T, "cmd-1", "conv-1", {"q": "hotels"})
+    assert not again.created
+    assert again.record.status == "done" and again.result == {"answer": 3}
+    assert again.record.run_id == first.record.run_id == d.run_id == d.idempotency_key
+    assert ledger.dispatch_pending(lambda d: pytest.fail("no second run")) == []
+    assert count(db, "commands") == 1
+
+
+def test_regenerate_is_a_new_command_and_a_new_run(ledger: Ledger) -> None:
+    a = ledger.submit(T, new_command_id(), "conv-1", {"regenerate_of": "msg-1"})
+    b = ledger.submit(T, new_command_id(), "conv-1", {"regenerate_of": "msg-1"})
+    assert a.created and b.created and a.record.run_id != b.record.run_id
+    assert b.record.seq > a.record.seq
+    seen: list[str] = []
+
+    def deliver(d: Delivery) -> None:
+        seen.append(d.run_id)
+        ledger.record_result(d.tenant_id, d.command_id, "ok")
+
+    ledger.dispatch_pending(deliver)
+    assert seen == [a.record.run_id, b.record.run_id]
+
+
+def test_payload_mismatch_names_the_key_and_writes_nothing(ledger: Ledger, db: Path) -> None:
+    ledger.submit(T, "cmd-77", "conv-1", {"city": "Lisbon"})
+    before = dump(db)
+    with pytest.raises(PayloadMismatch) as info:
+        ledger.submit(T, "cmd-77", "conv-1", {"city": "Porto"})
+    assert "cmd-77" in str(info.value) and T in str(info.value)
+    assert (info.value.tenant_id, info.value.command_id) == (T, "cmd-77")
+    assert isinstance(info.value, LedgerError)
+    with pytest.raises(PayloadMismatch, match="conv-1"):  # same key aimed at another thread
+        ledger.submit(T, "cmd-77", "conv-2", {"city": "Lisbon"})
+    assert dump(db) == before
+
+
+def test_same_command_id_in_two_tenants_is_two_commands(ledger: Ledger) -> None:
+    a = ledger.submit(T, "cmd-1", "conv-1", {"x": 1})
+    b = ledger.submit("tenant-b", "cmd-1", "conv-b", {"x": 2})
+    assert a.created and b.created and a.record.run_id != b.record.run_id
+    assert a.record.thread_id != b.record.thread_id
+
+
+def test_conversations_get_opaque_server_side_threads(ledger: Ledger) -> None:
+    conv = ledger.get_conversation(T, "conv-1")
+    assert uuid.UUID(conv.thread_id).version == 4
+    assert ledger.create_conversation(T, "conv-1") == conv  # idempotent
+    other = ledger.create_conversation("tenant-b", "conv-1")  # same name, other tenant
+    assert other.thread_id != conv.thread_id
+    assert ledger.submit(T, "c", "conv-1", {}).record.thread_id == conv.thread_id
+
+
+def test_record_result_is_idempotent_first_result_wins(ledger: Ledger, db: Path) -> None:
+    ledger.submit(T, "cmd-1", "conv-1", {})
+    ledger.dispatch_pending(lambda d: None)
+    done = ledger.record_result(T, "cmd-1", {"n": 1})
+    before = dump(db)
+    assert ledger.record_result(T, "cmd-1", {"n": 1}) == done
+    assert ledger.record_result(T, "cmd-1", {"n": 2}, status="failed") == done
+    assert dump(db) == before and done.status == "done" and done.result == {"n": 1}
+    with pytest.raises(CommandNotFound):
+        ledger.record_result(T, "nope", {})
+    with pytest.raises(ValueError):
+        ledger.record_result(T, "cmd-1", {}, status="running")  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- FIFO
+def test_second_command_on_a_busy_thread_waits(ledger: Ledger) -> None:
+    a = ledger.submit(T, "a", "conv-1", {"n": 1}).record
+    b = ledger.submit(T, "b", "conv-1", {"n": 2})
+    c = ledger.submit(T, "c", "conv-2", {"n": 3}).record
+    d = ledger.submit(T, "d", "conv-1", {"n": 4}).record
+    assert b.created  # queued, not rejected as a duplicate
+    first = ledger.dispatch_pending(lambda d: None)
+    assert [x.command_id for x in first] == ["a", "c"]  # heads of both threads
+    assert ledger.get_command(T, "b").status == "accepted"
+    assert ledger.dispatch_pending(lambda d: None) == []  # a still running
+    ledger.record_result(T, "a", "ok")
+    assert [x.command_id for x in ledger.dispatch_pending(lambda d: None)] == ["b"]
+    ledger.record_result(T, "b", "boom", status="failed")  # failure also unblocks
+    assert [x.command_id for x in ledger.dispatch_pending(lambda d: None)] == ["d"]
+    assert [r.command_id for r in ledger.list_commands(T, "conv-1")] == ["a", "b", "d"]
+    assert a.seq < b.record.seq < c.seq < d.seq
+
+
+def test_concurrent_commands_on_one_thread_run_fifo_one_at_a_time(ledger: Ledger) -> None:
+    barrier = threading.Barrier(8, timeout=30)
+    accepted: list = []
+
+    def submitter(i: int) -> None:
+        barrier.wait()
+        for j in range(5):
+            accepted.append(ledger.submit(T, f"cmd-{i}-{j}", "conv-1", {"i": i, "j": j}))
+
+    run_threads(8, submitter)
+    assert len(accepted) == 40 and all(r.created for r in accepted)
+    expected = [r.record.command_id for r in sorted(accepted, key=lambda r: r.record.seq)]
+
+    lock = threading.Lock()
+    order: list[str] = []
+    in_flight = [0, 0]  # current, max
+
+    def deliver(d: Delivery) -> None:
+        with lock:
+            in_flight[0] += 1
+            in_flight[1] = max(in_flight)
+            order.append(d.command_id)
+        time.sleep(0.0005)  # widen the window in which a second run could sneak in
+        with lock:
+            in_flight[0] -= 1
+        ledger.record_result(d.tenant_id, d.command_id, {"seq": d.seq})
+
+    def dispatcher(i: int) -> None:
+        deadline = time.monotonic() + 30
+        while len(order) < 40 and time.monotonic() < deadline:
+            if not ledger.dispatch_pending(deliver):
+                time.sleep(0.001)
+
+    run_threads(4, dispatcher)
+    assert order == expected
+    assert in_flight[1] == 1
+    assert all(r.status == "done" for r in ledger.list_commands(T, "conv-1"))
+
+
+# --------------------------------------------------------------------------- crashes
+COMMANDS = [("conv-1", "k1", {"n": 1}), ("conv-1", "k2", {"n": 2}),
+            ("conv-2", "k3", {"n": 3}), ("conv-1", "k4", {"n": 4})]
+
+
+class Receiver:
+    """A worker with a durable dedupe store (``applied``) keyed by run_id."""
+
+    def __init__(self, synchronous: bool) -> None:
+        self.synchronous = synchronous
+        self.ledger: Ledger | None = None
+        self.deliveries: Counter[str] = Counter()  # raw, at-least-once
+        self.effects: Counter[str] = Counter()  # what the outside world sees
+        self.applied: dict[str, object] = {}
+        self.queue: list[Delivery] = []  # in memory: lost in a crash
+
+    def __call__(self, d: Delivery) -> None:
+        self.deliveries[d.command_id] += 1
+        if d.run_id not in self.applied:
+            self.effects[d.command_id] += 1
+            self.applied[d.run_id] = {"echo": d.payload}
+        if self.synchronous:
+            self.ledger.record_result(d.tenant_id, d.command_id, self.applied[d.run_id])
+        else:
+            self.queue.append(d)
+
+    def drain(self) -> None:
+        while self.queue:
+            d = self.queue[0]
+            self.ledger.record_result(d.tenant_id, d.command_id, self.applied[d.run_id])
+            self.queue.pop(0)
+
+
+def _drive(db: Path, receiver: Receiver, ledger: Ledger) -> None:
+    receiver.ledger = ledger
+    for conv, key, payload in COMMANDS:  # the client retries every submit after a crash
+        ledger.submit(T, key, conv, payload)
+    while ledger.dispatch_pending(receiver) or receiver.queue:
+        receiver.drain()
+
+
+@pytest.mark.parametrize("synchronous", [True, False], ids=["sync-worker", "async-worker"])
+@pytest.mark.parametrize("point", CRASH_POINTS)
+def test_crash_then_restart_applies_every_command_once(db: Path, point: str,
+                                                       synchronous: bool) -> None:
+    with Ledger(db) as setup:
+        setup.create_conversation(T, "conv-1")
+        setup.create_conversation(T, "conv-2")
+    receiver = Receiver(synchronous)
+    crashing = Ledger(db, crash_at=point)  # default 30 s leases: the crash expires them
+    with pytest.raises(SimulatedCrash) as info:
+        _drive(db, receiver, crashing)
+    assert info.value.point == point
+    crashing.close()
+    receiver.queue.clear()  # the worker process died too
+    with Ledger(db) as restarted:
+        _drive(db, receiver, restarted)
+        _drive(db, receiver, restarted)  # a second restart changes nothing
+        records = [restarted.get_command(T, key) for _, key, _ in COMMANDS]
+
+    assert receiver.effects == Counter({key: 1 for _, key, _ in COMMANDS})
+    assert [r.status for r in records] == ["done"] * 4
+    assert [r.result for r in records] == [{"echo": p} for _, _, p in COMMANDS]
+    assert count(db, "commands") == 4 and count(db, "outbox") == 4
+    with closing(sqlite3.connect(db)) as conn:
+        assert conn.execute("SELECT COUNT(*) FROM outbox WHERE status != 'done'").fetchone()[0] == 0
+    if (synchronous, point) in {(True, "before_mark_done"), (False, "after_deliver"),
+                                (False, "before_mark_done")}:
+        # delivery really happened twice: only the receiver's dedupe kept the effect single
+        assert sum(receiver.deliveries.values()) > len(COMMANDS)
+
+
+def test_unknown_crash_point_is_rejected(db: Path) -> None:
+    with pytest.raises(ValueError, match="crash point"):
+        Ledger(db, crash_at="after_lunch")
+
+
+def test_lease_blocks_a_second_dispatcher_until_it_expires(db: Path, ledger: Ledger) -> None:
+    ledger.submit(T, "cmd-1", "conv-1", {})
+    short = Ledger(db, lease_seconds=0.05)
+    try:
+        assert [d.attempt for d in short.dispatch_pending(lambda d: None)] == [1]
+        assert ledger.dispatch_pending(lambda d: pytest.fail("still leased")) == []
+        time.sleep(0.1)  # no result arrived within the lease: deliver again
+        assert [d.attempt for d in ledger.dispatch_pending(lambda d: None)] == [2]
+    finally:
+        short.close()
+
+
+def test_deliver_error_releases_the_lease(ledger: Ledger) -> None:
+    ledger.submit(T, "cmd-1", "conv-1", {})
+    calls: list[int] = []
+
+    def flaky(d: Delivery) -> None:
+        calls.append(d.attempt)
+        if len(calls) == 1:
+            raise RuntimeError("queue unavailable")
+
+    assert ledger.dispatch_pending(flaky) == []  # not retried within the same call
+    assert ledger.get_command(T, "cmd-1").status == "accepted"
+    assert [d.attempt for d in ledger.dispatch_pending(flaky)] == [2]
+    assert calls == [1, 2]
+
+
+# --------------------------------------------------------------------------- hostile input
+HOSTILE_IDS = [
+    "x'; DROP TABLE commands; --", 'a"b', "semi;colon", "with space", "nul\x00byte", "",
+    "x" * 10_000, "é", "a/b", "line\nbreak", 42, None, b"bytes-id", 3.5, ["list"],
+]
+
+
+@pytest.mark.parametrize("field", ["tenant_id", "command_id", "conversation_id"])
+@pytest.mark.parametrize("bad", HOSTILE_IDS, ids=lambda v: repr(v)[:20])
+def test_hostile_ids_are_rejected_and_nothing_changes(ledger: Ledger, db: Path, field: str,
+                                                      bad: object) -> None:
+    ledger.submit(T, "existing", "conv-1", {"x": 1})
+    before = dump(db)
+    args = {"tenant_id": T, "command_id": "cmd-new", "conversation_id": "conv-1", field: bad}
+    with pytest.raises(InvalidId) as info:
+        ledger.submit(args["tenant_id"], args["command_id"], args["conversation_id"], {"p": 1})
+    assert info.value.field == field and field in str(info.value)
+    assert len(str(info.value)) < 200  # a 10 kB id is not echoed back
+    if field != "command_id":
+        with pytest.raises(InvalidId):
+            ledger.create_conversation(args["tenant_id"], args["conversation_id"])
+    assert dump(db) == before
+
+
+@pytest.mark.parametrize("tenant, conv", [(T, "conv-unknown"), ("tenant-b", "conv-1"),
+                                          (T, "conv-b")])
+def test_unknown_or_foreign_conversation_is_refused(ledger: Ledger, db: Path, tenant: str,
+                                                    conv: str) -> None:
+    before = dump(db)
+    with pytest.raises(ConversationNotFound) as info:
+        ledger.submit(tenant, "cmd-1", conv, {"x": 1})
+    assert isinstance(info.value, Forbidden)
+    assert conv in str(info.value) and tenant in str(info.value)
+    with pytest.raises(ConversationNotFound):
+        ledger.list_commands(tenant, conv)
+    assert dump(db) == before
+
+
+def test_valid_but_sql_looking_ids_are_plain_data(ledger: Ledger, db: Path) -> None:
+    for weird in ["--", "1:2", "..", "a.b-c_d:e", "x" * 128]:
+        ledger.create_conversation(weird, weird)
+        rec = ledger.submit(weird, weird, weird, {"id": weird}).record
+        assert (rec.tenant_id, rec.command_id, rec.conversation_id) == (weird, weird, weird)
+    assert count(db, "commands") == 5
+
+
+@pytest.mark.parametrize("payload", [
+    float("nan"), {"x": float("inf")}, {"b": b"raw"}, {1: "int key"}, {"s": {1, 2}},
+    {"e\u0301": 1, "\u00e9": 2}, "\ud800", object(),
+])
+def test_non_json_payloads_are_rejected(ledger: Ledger, db: Path, payload: object) -> None:
+    before = dump(db)
+    with pytest.raises(InvalidPayload) as info:
+        ledger.submit(T, "cmd-1", "conv-1", payload)
+    assert "payload" in str(info.value)
+    assert dump(db) == before
+
+
+def test_id_helpers() -> None:
+    assert uuid.UUID(new_command_id()).version == 4
+    a, b = new_time_ordered_id(), new_time_ordered_id()
+    assert uuid.UUID(a).version == 7 and a != b
+    assert stable_id(RUN_NAMESPACE, "x") == stable_id(str(RUN_NAMESPACE), "x")
+    assert uuid.UUID(stable_id(RUN_NAMESPACE, "x")).version == 5
+    assert validate_id("f", "ok-1") == "ok-1"
+
+
+# --------------------------------------------------------------------------- properties
+json_leaf = (st.none() | st.booleans() | st.integers(-10**6, 10**6)
+             | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8))
+nfc_text = st.text(max_size=6).map(lambda s: unicodedata.normalize("NFC", s))
+json_value = st.recursive(
+    json_leaf, lambda kids: st.lists(kids, max_size=3) | st.dictionaries(nfc_text, kids, max_size=3),
+    max_leaves=12)
+FAST = settings(max_examples=50, deadline=None, database=None,
+                suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+def _nfd(value):
+    if isinstance(value, str):
+        return unicodedata.normalize("NFD", value)
+    if isinstance(value, dict):
+        return {_nfd(k): _nfd(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_nfd(v) for v in value]
+    return value
+
+
+def _reversed_keys(value):
+    if isinstance(value, dict):
+        return {k: _reversed_keys(value[k]) for k in reversed(list(value))}
+    if isinstance(value, list):
+        return [_reversed_keys(v) for v in value]
+    return value
+
+
+@FAST
+@given(json_value)
+def test_fingerprint_ignores_key_order_and_unicode_form(value) -> None:
+    fp = fingerprint(value)
+    assert fingerprint(_reversed_keys(value)) == fp
+    assert fingerprint(_nfd(value)) == fp
+    assert " " not in canonical_json({"a": [1, 2]})
+
+
+@FAST
+@given(st.dictionaries(nfc_text, st.integers() | nfc_text, max_size=4),
+       st.dictionaries(nfc_text, st.integers() | nfc_text, max_size=4))
+def test_different_simple_payloads_have_different_fingerprints(a, b) -> None:
+    assume(a != b)
+    assert fingerprint(a) != fingerprint(b)
+
+
+@pytest.fixture(scope="module")
+def shared_ledger(tmp_path_factory):
+    with Ledger(tmp_path_factory.mktemp("prop") / "prop.db") as led:
+        led.create_conversation(T, "conv-1")
+        yield led
+
+
+@FAST
+@given(payload=json_value)
+def test_submit_twice_is_one_row_and_one_record(shared_ledger: Ledger, payload) -> None:
+    key = new_command_id()
+    first = shared_ledger.submit(T, key, "conv-1", payload)
+    second = shared_ledger.submit(T, key, "conv-1", _nfd(_reversed_keys(payload)))
+    assert first.created and not second.created
+    assert second.record == first.record
+    with closing(sqlite3.connect(shared_ledger.path)) as conn:
+        rows = conn.execute("SELECT COUNT(*) FROM commands WHERE tenant_id = ? AND command_id = ?",
+                            (T, key)).fetchone()
+    assert rows == (1,)
+
+
+# --------------------------------------------------------------------------- benchmark
+def test_benchmark_small(tmp_path: Path) -> None:
+    out = benchmark_ledger(tmp_path, single_commands=30, threads=3, per_thread=20)
+    single, conc = out["single_writer"], out["concurrent"]
+    assert single["accepted"] == 30 and single["accepted_per_second"] > 0
+    assert conc["submissions"] == 60 and conc["accepted"] == 30 and conc["duplicates"] == 30
+    assert conc["accepted_per_second"] > 0 and conc["submissions_per_second"] > 0
