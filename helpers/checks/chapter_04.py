@@ -1,0 +1,108 @@
+"""Checks for chapter 04 (checkpoint IDs)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from .protocol import Fail, NotAttempted, call_answer, exercise, expect_type
+
+SPECIMEN_STEPS = (-1, 0, 1, 2, 5, 41, 300)
+SPECIMEN_TIMES = (
+    datetime(2025, 3, 14, 9, 26, 53, 123456, tzinfo=timezone.utc),
+    datetime(2001, 1, 1, tzinfo=timezone.utc),
+    datetime(2031, 7, 4, 18, 30, 0, 500000, tzinfo=timezone.utc),
+)
+
+
+def _call(func: Any, *args: Any, what: str, case: str) -> Any:
+    try:
+        return call_answer(func, *args, what=what)
+    except (Fail, NotAttempted):
+        raise
+    except Exception as exc:
+        raise Fail(f"your function raised {type(exc).__name__} on {case}: {exc}") from None
+
+
+@exercise("04.1")
+def decode_step_check(decode_step):
+    from langgraph.checkpoint.base.id import uuid6
+
+    from helpers.checkpoint_ids import make_uuid6
+
+    for step in SPECIMEN_STEPS:
+        for made in (str(uuid6(clock_seq=step)), str(make_uuid6(SPECIMEN_TIMES[0], step, 0xABCDEF))):
+            group = made.split("-")[3]
+            got = _call(decode_step, made, what="decode_step(checkpoint_id)", case=f"an ID whose 4th group is {group}")
+            expect_type(got, int, "the step")
+            if got == step:
+                continue
+            if step == -1 and got == 0x3FFF:
+                raise Fail("for the 4th group bfff you returned 16383: 14-bit values from 0x2000 up are negative, "
+                           "subtract 0x4000 (so 0x3FFF is -1)")
+            if got == (0x8000 | (step & 0x3FFF)) or got == int(group, 16):
+                raise Fail(f"for the 4th group {group} you returned {got}: mask off the variant bits with & 0x3FFF")
+            raise Fail(f"for an ID with step {step} (4th group {group}) you returned {got}; "
+                       "read the 4th dash-separated group, it holds the variant bits plus clock_seq")
+    return "steps decoded from the 4th group, including -1 for bfff"
+
+
+@exercise("04.2")
+def minted_at_check(minted_at):
+    from helpers.checkpoint_ids import GREGORIAN_TO_UNIX_100NS, make_uuid6, to_datetime
+
+    for when in SPECIMEN_TIMES:
+        made = make_uuid6(when, 3, 0x123456)
+        got = _call(minted_at, str(made), what="minted_at(checkpoint_id)", case=f"an ID minted at {when.isoformat()}")
+        expect_type(got, datetime, "the moment the ID was minted")
+        aware = got if got.tzinfo is not None else got.replace(tzinfo=timezone.utc)
+        if abs(aware - when) <= timedelta(microseconds=1):
+            continue
+        if abs(aware - to_datetime(made.time)) <= timedelta(microseconds=1):
+            raise Fail("that is uuid.UUID(...).time, which reads the v1 layout; reassemble time_high (first 32 bits), "
+                       "time_mid (next 16) and time_low (12 bits after the version digit)")
+        shifted = when + timedelta(microseconds=GREGORIAN_TO_UNIX_100NS // 10)
+        if abs(aware - shifted) <= timedelta(seconds=1) or abs(aware - (when - timedelta(microseconds=GREGORIAN_TO_UNIX_100NS // 10))) <= timedelta(seconds=1):
+            raise Fail("your date is off by 1582 -> 1970: the count starts at 1582-10-15 UTC, not at the Unix epoch")
+        raise Fail(f"for an ID minted at {when.isoformat()} you returned {got.isoformat()}; the timestamp counts "
+                   "100-ns units (divide by 10 for microseconds) since 1582-10-15 UTC")
+    return "v6 timestamps decoded correctly"
+
+
+def _threads():
+    """A saver with a normal thread and a thread continued from an invented checkpoint_id."""
+    from langgraph.checkpoint.base.id import uuid6
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from helpers.travel_graphs import build_chat_graph, say
+
+    saver = InMemorySaver()
+    graph = build_chat_graph(saver)
+    for thread in ("normal", "ghost"):
+        say(graph, thread, "I prefer a window seat")
+        say(graph, thread, "Which seat do I prefer?")
+    say(graph, "ghost", "Which seat do I prefer?", checkpoint_id=str(uuid6(clock_seq=3)))
+    return saver
+
+
+@exercise("04.3")
+def chain_steps_check(chain_steps):
+    saver = _threads()
+    expected = {"normal": [4, 3, 2, 1, 0, -1], "ghost": [1, 0, -1]}
+    for thread, want in expected.items():
+        config = {"configurable": {"thread_id": thread}}
+        case = "a thread continued from an invented checkpoint_id" if thread == "ghost" else "a normal 2-turn thread"
+        got = _call(chain_steps, saver, config, what="chain_steps(saver, config)", case=case)
+        expect_type(got, list, "the steps, newest first")
+        if got == want:
+            continue
+        if list(got) == want[::-1]:
+            raise Fail("you returned the steps oldest first; start at the latest checkpoint and list newest first")
+        if thread == "ghost" and len(got) > len(want):
+            raise Fail(f"on {case} you returned {len(got)} steps; only {len(want)} checkpoints are linked to the "
+                       "latest one: follow parent_config links instead of listing the whole thread")
+        if thread == "ghost" and got[: len(want)] == want:
+            raise Fail("stop when saver.get_tuple(parent_config) returns None: the invented parent is not stored")
+        raise Fail(f"on {case} you returned {got!r}, expected {len(want)} steps newest first; "
+                   "append current.metadata['step'], then move to saver.get_tuple(current.parent_config)")
+    return "parent chains walked, including one that ends at an invented ID"

@@ -1,0 +1,150 @@
+"""Nested subgraphs of the travel assistant, and stable views of their checkpoint namespaces.
+
+The graph (no model; every node is a deterministic stand-in)::
+
+    root:     START -> planner -> answer
+    planner:  START -> plan -> search                (a compiled subgraph used as a node)
+    search:   START -> find_fares [-> confirm_fare]   (nested inside planner)
+
+``confirm_fare`` calls ``interrupt()`` to ask whether to hold the fare. ``plan`` counts how
+many plans the planner has made (``plans_made``, a key only the planner's state has), so a
+run shows whether the planner remembered an earlier run.
+
+A namespace (``checkpoint_ns``) names the graph level a checkpoint belongs to: ``''`` for
+the root, ``planner:<task-id>`` for the planner, ``planner:<task-id>|search:<task-id>``
+for the search graph inside it. Task ids change every run, so :func:`ns_shape` prints the
+structure instead of the ids. The separators ``|`` (NS_SEP) and ``:`` (NS_END) come from
+``langgraph._internal._constants``, a private module that may move between releases.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Any, Iterable, TypedDict
+
+from langgraph._internal._constants import NS_END, NS_SEP  # private: may move in a future release
+from langgraph.graph import START, StateGraph
+from langgraph.types import interrupt
+
+TASK_ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+
+
+class Trip(TypedDict, total=False):
+    """The root graph's state."""
+    request: str
+    plan: str
+    fare: str
+    answer: str
+
+
+class PlannerState(TypedDict, total=False):
+    """The planner's and search graph's state: ``plans_made`` is theirs alone."""
+    request: str
+    plan: str
+    fare: str
+    plans_made: int
+
+
+def plan(state: PlannerState) -> dict[str, Any]:
+    made = state.get("plans_made", 0) + 1
+    return {"plans_made": made, "plan": f"plan #{made}: fly to {state['request']}"}
+
+
+def find_fares(state: PlannerState) -> dict[str, Any]:
+    return {"fare": f"{state['request']} 180 EUR"}
+
+
+def confirm_fare(state: PlannerState) -> dict[str, Any]:
+    decision = interrupt({"question": "hold this fare?", "fare": state["fare"]})
+    return {"fare": f"{state['fare']} ({'held' if decision else 'released'})"}
+
+
+def answer(state: Trip) -> dict[str, Any]:
+    return {"answer": f"{state['plan']}; fare {state['fare']}"}
+
+
+def build_trip_planner(checkpointer: Any = None, *, subgraph_checkpointer: Any = None, confirm: bool = False):
+    """root(planner(search)) compiled with ``checkpointer``; both subgraphs get ``subgraph_checkpointer``.
+
+    ``subgraph_checkpointer``: None (default: inherit the parent's saver, new namespace per
+    run), True (inherit it with a stable namespace: the subgraph remembers across runs) or
+    False (store no checkpoints for the subgraph).
+    """
+    search = StateGraph(PlannerState)
+    search.add_node("find_fares", find_fares)
+    search.add_edge(START, "find_fares")
+    if confirm:
+        search.add_node("confirm_fare", confirm_fare)
+        search.add_edge("find_fares", "confirm_fare")
+    planner = StateGraph(PlannerState)
+    planner.add_node("plan", plan)
+    planner.add_node("search", search.compile(checkpointer=subgraph_checkpointer))
+    planner.add_edge(START, "plan")
+    planner.add_edge("plan", "search")
+    root = StateGraph(Trip)
+    root.add_node("planner", planner.compile(checkpointer=subgraph_checkpointer))
+    root.add_node("answer", answer)
+    root.add_edge(START, "planner")
+    root.add_edge("planner", "answer")
+    return root.compile(checkpointer=checkpointer)
+
+
+def ns_parts(ns: str) -> list[tuple[str, str | None]]:
+    """``'planner:<id>|search:<id>'`` -> ``[('planner', '<id>'), ('search', '<id>')]``; root -> ``[]``."""
+    if not ns:
+        return []
+    parts = []
+    for segment in ns.split(NS_SEP):
+        node, sep, task_id = segment.partition(NS_END)
+        parts.append((node, task_id if sep else None))
+    return parts
+
+
+def ns_shape(ns: str) -> str:
+    """A namespace with each task id replaced by ``<task-id>``; the root prints as ``''``."""
+    if not ns:
+        return "''"
+    segments = []
+    for node, task_id in ns_parts(ns):
+        if task_id is None:
+            segments.append(node)
+        else:
+            segments.append(f"{node}{NS_END}{'<task-id>' if TASK_ID.match(task_id) else task_id}")
+    return NS_SEP.join(segments)
+
+
+def namespace_rows(saver: Any, config: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Checkpoints the saver holds, grouped by namespace shape (all threads if config is None)."""
+    namespaces: dict[str, set[str]] = {}
+    counts: Counter[str] = Counter()
+    for item in saver.list(config):
+        ns = item.config["configurable"]["checkpoint_ns"]
+        shape = ns_shape(ns)
+        namespaces.setdefault(shape, set()).add(ns)
+        counts[shape] += 1
+    order = sorted(counts, key=lambda s: (s.count(NS_SEP), s != "''", s))
+    return [{"namespace": s, "distinct namespaces": len(namespaces[s]), "checkpoints": counts[s]} for s in order]
+
+
+def snapshot_tree(snapshot: Any, depth: int = 0) -> list[str]:
+    """Lines describing a StateSnapshot and the nested snapshots in its tasks (``subgraphs=True``)."""
+    pad = "    " * depth
+    ns = snapshot.config["configurable"].get("checkpoint_ns", "")
+    lines = [f"{pad}ns={ns_shape(ns)} next={tuple(snapshot.next)} values={sorted(snapshot.values)}"]
+    for task in snapshot.tasks:
+        asks = [i.value for i in task.interrupts]
+        kind = type(task.state).__name__ if task.state is not None else "None"
+        lines.append(f"{pad}  task {task.name!r}: state is {kind}" + (f", interrupts {asks}" if asks else ""))
+        if hasattr(task.state, "tasks"):
+            lines += snapshot_tree(task.state, depth + 1)
+    return lines
+
+
+def print_snapshot_tree(snapshot: Any) -> None:
+    print("\n".join(snapshot_tree(snapshot)))
+
+
+def namespaces_in(configs: Iterable[dict[str, Any]]) -> list[str]:
+    """Sorted distinct namespace shapes of some configs."""
+    return sorted({ns_shape(c["configurable"].get("checkpoint_ns", "")) for c in configs})

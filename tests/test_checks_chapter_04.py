@@ -1,0 +1,125 @@
+"""Wrong answers for chapter 04's exercises must fail with a hint (see test_checks_chapter_00)."""
+
+import uuid
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from helpers.checks import FAILED, NOT_ATTEMPTED, evaluate
+
+
+def step_unsigned(cid):
+    return int(cid.split("-")[3], 16) & 0x3FFF
+
+
+def step_with_variant(cid):
+    return int(cid.split("-")[3], 16)
+
+
+def step_minus_8000(cid):
+    return int(cid.split("-")[3], 16) - 0x8000
+
+
+def step_wrong_group(cid):
+    return int(cid.split("-")[2], 16) & 0x3FFF
+
+
+def step_as_text(cid):
+    return cid.split("-")[3]
+
+
+def step_raises(cid):
+    return uuid.UUID(cid).clock_seq_missing
+
+
+def minted_stdlib(cid):
+    return datetime(1582, 10, 15, tzinfo=timezone.utc) + timedelta(microseconds=uuid.UUID(cid).time // 10)
+
+
+def _v6_count(cid):
+    n = uuid.UUID(cid).int
+    return ((n >> 80) << 12) | ((n >> 64) & 0x0FFF)
+
+
+def minted_unix_epoch(cid):
+    return datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(microseconds=_v6_count(cid) // 10)
+
+
+def minted_wrong_unit(cid):
+    return datetime(1582, 10, 15, tzinfo=timezone.utc) + timedelta(microseconds=_v6_count(cid) // 1000)
+
+
+def minted_as_float(cid):
+    return _v6_count(cid) / 1e7
+
+
+def chain_from_history(saver, config):
+    return [t.metadata["step"] for t in saver.list(config)]
+
+
+def chain_oldest_first(saver, config):
+    steps, current = [], saver.get_tuple(config)
+    while current is not None:
+        steps.append(current.metadata["step"])
+        current = saver.get_tuple(current.parent_config) if current.parent_config else None
+    return steps[::-1]
+
+
+def chain_no_stop(saver, config):
+    steps, current = [], saver.get_tuple(config)
+    while True:
+        steps.append(current.metadata["step"])
+        if not current.parent_config:
+            return steps
+        current = saver.get_tuple(current.parent_config)
+
+
+def chain_ids(saver, config):
+    return [saver.get_tuple(config).config["configurable"]["checkpoint_id"]]
+
+
+WRONG_ANSWERS = {
+    "04.1": [
+        ((step_unsigned,), "subtract 0x4000"),
+        ((step_with_variant,), "variant bits"),
+        ((step_minus_8000,), "subtract 0x4000"),
+        ((step_wrong_group,), "4th dash-separated group"),
+        ((step_as_text,), "expected an int"),
+        ((step_raises,), "raised AttributeError"),
+        (("bfff",), "expected a function"),
+    ],
+    "04.2": [
+        ((minted_stdlib,), "v1 layout"),
+        ((minted_unix_epoch,), "1582"),
+        ((minted_wrong_unit,), "100-ns units"),
+        ((minted_as_float,), "expected a datetime"),
+    ],
+    "04.3": [
+        ((chain_from_history,), "follow parent_config"),
+        ((chain_oldest_first,), "oldest first"),
+        ((chain_no_stop,), "raised AttributeError"),
+        ((chain_ids,), "expected"),
+    ],
+}
+
+
+@pytest.mark.parametrize("exercise_id,args,hint", [(e, a, h) for e, cases in WRONG_ANSWERS.items() for a, h in cases])
+def test_wrong_answer_fails_with_hint(exercise_id, args, hint):
+    result = evaluate(exercise_id, *args)
+    assert result.status == FAILED, result
+    assert hint in result.message
+
+
+def stub(*args):
+    return ...
+
+
+@pytest.mark.parametrize("exercise_id", sorted(WRONG_ANSWERS))
+def test_stub_function_is_not_attempted(exercise_id):
+    assert evaluate(exercise_id, stub).status == NOT_ATTEMPTED
+
+
+def test_naive_utc_datetime_is_accepted():
+    def minted_naive(cid):
+        return datetime(1582, 10, 15) + timedelta(microseconds=_v6_count(cid) // 10)
+    assert evaluate("04.2", minted_naive).status == "passed"

@@ -1,0 +1,119 @@
+"""Wrong answers for chapter 05's exercises must fail with a hint (see test_checks_chapter_00)."""
+
+import pytest
+
+from helpers.checks import FAILED, NOT_ATTEMPTED, PASSED, evaluate
+
+
+def path_split_colon(ns):
+    return ns.split(":")
+
+
+def path_root_blank(ns):
+    return [segment.split(":")[0] for segment in ns.split("|")]
+
+
+def path_keeps_ids(ns):
+    return ns.split("|") if ns else []
+
+
+def path_last_only(ns):
+    return [ns.split("|")[-1].split(":")[0]] if ns else []
+
+
+def path_as_string(ns):
+    return ns.replace("|", "/")
+
+
+def history_with_id(graph, config):
+    return list(graph.get_state_history(config))
+
+
+def history_root_only(graph, config):
+    return list(graph.get_state_history({"configurable": {"thread_id": config["configurable"]["thread_id"]}}))
+
+
+def history_raises(graph, config):
+    return list(graph.get_state_history(config["configurable"]["checkpoint_id"]))
+
+
+def resolve_concat(conversations, tenant_id, conversation_id):
+    return {"configurable": {"thread_id": f"{tenant_id}:{conversation_id}"}}
+
+
+def resolve_no_check(conversations, tenant_id, conversation_id):
+    return {"configurable": {"thread_id": conversations[conversation_id]["thread_id"]}}
+
+
+def resolve_key_error(conversations, tenant_id, conversation_id):
+    row = conversations[conversation_id]
+    if row["tenant_id"] != tenant_id:
+        raise PermissionError("not yours")
+    return {"configurable": {"thread_id": row["thread_id"]}}
+
+
+def resolve_bare_id(conversations, tenant_id, conversation_id):
+    row = conversations.get(conversation_id)
+    if row is None or row["tenant_id"] != tenant_id:
+        raise PermissionError("not yours")
+    return row["thread_id"]
+
+
+def resolve_lookup_error(conversations, tenant_id, conversation_id):
+    row = conversations.get(conversation_id)
+    if row is None:
+        raise LookupError("no such conversation")
+    if row["tenant_id"] != tenant_id:
+        raise PermissionError("not yours")
+    return {"configurable": {"thread_id": row["thread_id"]}}
+
+
+WRONG_ANSWERS = {
+    "05.1": [
+        ((path_split_colon,), "return []"),
+        ((path_root_blank,), "return []"),
+        ((path_keeps_ids,), "split levels on NS_SEP"),
+        ((path_last_only,), "outermost first"),
+        ((path_as_string,), "expected a list"),
+    ],
+    "05.2": [
+        (({None: 3, True: 3, False: 1},), "checkpointer=None"),
+        (({None: 7, True: 7, False: 1},), "checkpointer=True"),
+        (({None: 7, True: 3, False: 3},), "checkpointer=False"),
+        (({None: 7, True: 3},), "missing False"),
+        (([7, 3, 1],), "expected a dict"),
+        (({None: "7", True: 3, False: 1},), "expected an int"),
+    ],
+    "05.3": [
+        ((history_with_id,), "drop checkpoint_id"),
+        ((history_root_only,), "keep checkpoint_ns"),
+        ((history_raises,), "raised"),
+    ],
+    "05.4": [
+        ((resolve_concat,), "guessable"),
+        ((resolve_no_check,), "raise PermissionError otherwise"),
+        ((resolve_key_error,), "raised KeyError"),
+        ((resolve_lookup_error,), "raised LookupError"),
+        ((resolve_bare_id,), "not the bare thread id"),
+    ],
+}
+
+
+@pytest.mark.parametrize("exercise_id,args,hint", [(e, a, h) for e, cases in WRONG_ANSWERS.items() for a, h in cases])
+def test_wrong_answer_fails_with_hint(exercise_id, args, hint):
+    result = evaluate(exercise_id, *args)
+    assert result.status == FAILED, result
+    assert hint in result.message
+
+
+def stub(*args):
+    return ...
+
+
+@pytest.mark.parametrize("exercise_id", ["05.1", "05.3", "05.4"])
+def test_stub_function_is_not_attempted(exercise_id):
+    assert evaluate(exercise_id, stub).status == NOT_ATTEMPTED
+
+
+def test_string_keys_are_accepted_for_05_2():
+    assert evaluate("05.2", {"None": 7, "True": 3, "False": 1}).status == PASSED
