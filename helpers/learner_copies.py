@@ -96,20 +96,27 @@ def make_learner_copy(solution: Any) -> Any:
 
 
 def solution_lines(solution: Any) -> set[str]:
-    """Lines that appear only inside solution regions (what must never leak)."""
+    """Lines that appear only inside solution regions (what must never leak).
+
+    Lines the stub itself keeps (a function's signature and docstring) are not secret.
+    """
     inside: set[str] = set()
     outside: set[str] = set()
     for cell in solution.cells:
         if "solution" in cell.metadata.get("tags", []):
             inside.update(l.strip() for l in source(cell).splitlines() if l.strip())
             continue
-        in_region = False
+        region: list[str] | None = None
         for line in source(cell).splitlines():
             if line.strip() == BEGIN:
-                in_region = True
-            elif line.strip() == END:
-                in_region = False
+                region = []
+            elif line.strip() == END and region is not None:
+                kept = {l.strip() for l in stub_for("\n".join(region))}
+                inside.update(l.strip() for l in region if l.strip() and l.strip() not in kept)
+                region = None
+            elif region is not None:
+                region.append(line)
             elif line.strip():
-                (inside if in_region else outside).add(line.strip())
+                outside.add(line.strip())
     trivial = {"...", "pass", "return", ")", "]", "}", "else:", "try:"}
     return {l for l in inside - outside if l not in trivial and not l.startswith("#") and len(l) > 3}
