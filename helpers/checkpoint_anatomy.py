@@ -1,0 +1,270 @@
+"""Stable, structural views of what a checkpoint holds and how a saver stores it (chapter 02).
+
+A checkpoint is full of values that change on every run: uuid6 ids, ISO timestamps, and
+channel versions such as ``"00000000000000000000000000000006.0.0035203563"`` (a 32-digit
+counter, a dot, then a random fraction). The functions here turn those into properties a
+notebook can print and nbval can compare: labels instead of ids, the counter instead of the
+version string, "an ISO-8601 UTC timestamp" instead of the time.
+
+The SQLite functions open a checkpoint file read-only with the standard ``sqlite3`` module,
+the way you would inspect a database you own, and report tables, columns, decoded metadata
+and row counts per thread.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from contextlib import closing
+from datetime import datetime
+from typing import Any, Callable, Mapping
+
+from .checkpoints import checkpoint_id, label_ids
+
+# ---------------------------------------------------------------------------------------
+# channel versions
+
+
+def version_parts(version: Any) -> dict[str, Any]:
+    """Split a channel version into its integer counter and whether a random part follows.
+
+    ``"000...0006.0.0035"`` -> ``{"counter": 6, "random part": True}``. Savers that use plain
+    integers (the base class default) give ``{"counter": n, "random part": False}``.
+    """
+    if isinstance(version, int) and not isinstance(version, bool):
+        return {"counter": version, "random part": False}
+    if not isinstance(version, str):
+        raise TypeError(f"a channel version is a str or an int, not {type(version).__name__}")
+    counter, _, rest = version.partition(".")
+    if not counter.isdigit():
+        raise ValueError("a channel version starts with digits")
+    return {"counter": int(counter), "random part": bool(rest), "counter digits": len(counter)}
+
+
+def version_rows(channel_versions: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One row per channel (sorted): channel, counter, digits, whether a random part exists."""
+    rows = []
+    for channel in sorted(channel_versions):
+        parts = version_parts(channel_versions[channel])
+        rows.append({"channel": channel, "counter": parts["counter"],
+                     "digits": parts.get("counter digits", "-"), "random part": parts["random part"]})
+    return rows
+
+
+def versions_seen_rows(versions_seen: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """``versions_seen`` as rows: which node last saw which channel, at which counter."""
+    return [{"node": node, "channel": channel, "counter seen": version_parts(seen[channel])["counter"]}
+            for node, seen in sorted(versions_seen.items()) for channel in sorted(seen)]
+
+
+# ---------------------------------------------------------------------------------------
+# snapshots, raw checkpoints, configs
+
+
+def describe_timestamp(ts: Any) -> str:
+    """A stable description of an ISO timestamp: its type and time zone, not the time."""
+    if not isinstance(ts, str):
+        return f"{type(ts).__name__} (not an ISO string)"
+    parsed = datetime.fromisoformat(ts)
+    return f"str, ISO-8601, tz={parsed.tzname() or 'none'}"
+
+
+def label_config(config: Mapping[str, Any] | None, labels: Mapping[str, str]) -> Any:
+    """``config["configurable"]`` with the checkpoint id replaced by its label (or None)."""
+    if config is None:
+        return None
+    configurable = dict(config.get("configurable", {}))
+    if "checkpoint_id" in configurable:
+        cid = configurable["checkpoint_id"]
+        configurable["checkpoint_id"] = labels.get(cid, "<unlabelled id>")
+    return configurable
+
+
+def describe_values(values: Any) -> str:
+    if not isinstance(values, dict):
+        return type(values).__name__
+    parts = []
+    for key in sorted(values):
+        value = values[key]
+        parts.append(f"{key}: {len(value)} item(s)" if isinstance(value, (list, tuple, dict)) else f"{key}: {value!r}")
+    return "dict {" + ", ".join(parts) + "}"
+
+
+def snapshot_rows(snapshot: Any, labels: Mapping[str, str]) -> list[dict[str, str]]:
+    """Every field of a ``StateSnapshot`` with a stable description of its content."""
+    tasks = ", ".join(f"PregelTask(name={t.name!r}, interrupts={len(t.interrupts)})" for t in snapshot.tasks) or "()"
+    shown = {
+        "values": describe_values(snapshot.values),
+        "next": repr(tuple(snapshot.next)),
+        "config": repr(label_config(snapshot.config, labels)),
+        "metadata": repr(dict(sorted(snapshot.metadata.items()))),
+        "created_at": describe_timestamp(snapshot.created_at),
+        "parent_config": repr(label_config(snapshot.parent_config, labels)),
+        "tasks": tasks,
+        "interrupts": repr(tuple(snapshot.interrupts)),
+    }
+    return [{"field": f, "content": shown.get(f, "(not described)")} for f in snapshot._fields]
+
+
+def checkpoint_rows(checkpoint: Mapping[str, Any], labels: Mapping[str, str]) -> list[dict[str, str]]:
+    """Every key of a raw checkpoint dict with a stable description (no ids, no versions)."""
+    described = {
+        "v": repr(checkpoint.get("v")),
+        "id": f"uuid6 string, label {labels.get(checkpoint.get('id'), '?')}",
+        "ts": describe_timestamp(checkpoint.get("ts")),
+        "channel_values": "channels " + ", ".join(sorted(checkpoint.get("channel_values", {}))),
+        "channel_versions": "counters " + ", ".join(
+            f"{ch}={version_parts(v)['counter']}" for ch, v in sorted(checkpoint.get("channel_versions", {}).items())),
+        "versions_seen": "nodes " + ", ".join(sorted(checkpoint.get("versions_seen", {}))),
+        "updated_channels": repr(checkpoint.get("updated_channels")),
+    }
+    return [{"key": k, "content": described.get(k, "(not described)")} for k in sorted(checkpoint)]
+
+
+def parent_chain(saver: Any, config: Mapping[str, Any], labels: Mapping[str, str] | None = None) -> list[str]:
+    """Labels from the checkpoint ``config`` points at (the newest if no id) back to the root.
+
+    Walks ``parent_config`` with ``saver.get_tuple`` and stops at the checkpoint without a
+    parent. ``labels`` default to the thread's own labels (C0 = oldest).
+    """
+    ids: list[str] = []
+    current = saver.get_tuple(config)
+    while current is not None:
+        ids.append(checkpoint_id(current.config))
+        current = saver.get_tuple(current.parent_config) if current.parent_config else None
+    if labels is None:
+        thread = {"configurable": {k: v for k, v in config["configurable"].items() if k != "checkpoint_id"}}
+        labels = label_ids(checkpoint_id(t.config) for t in saver.list(thread))
+    return [labels.get(i, "?") for i in ids]
+
+
+# ---------------------------------------------------------------------------------------
+# the saver interface
+
+
+def measure_calls(counting_saver: Any, operations: Mapping[str, Callable[[], Any]]) -> list[dict[str, Any]]:
+    """Run each operation in order and report the saver calls it caused.
+
+    ``counting_saver`` is a :class:`helpers.counting_saver.CountingSaver`; it is reset before
+    each operation. Returns one row per operation with a column per interface method.
+    """
+    rows = []
+    for name, operation in operations.items():
+        counting_saver.reset()
+        result = operation()
+        if hasattr(result, "__next__"):  # a lazy iterator does no work until consumed
+            list(result)
+        rows.append({"operation": name, **counting_saver.counts()})
+    return rows
+
+
+# ---------------------------------------------------------------------------------------
+# a SqliteSaver file, read with sqlite3
+
+
+def _connect(path: Any) -> sqlite3.Connection:
+    return sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+
+
+def sqlite_tables(path: Any) -> list[str]:
+    """Names of the tables in the SQLite file at ``path`` (from ``sqlite_master``), sorted."""
+    with closing(_connect(path)) as con:
+        return [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+
+
+def sqlite_columns(path: Any) -> list[dict[str, Any]]:
+    """Every column of every table (``PRAGMA table_info``): table, column, type, pk position."""
+    rows = []
+    with closing(_connect(path)) as con:
+        for table in sqlite_tables(path):
+            for _cid, name, col_type, _notnull, _default, pk in con.execute(f'PRAGMA table_info("{table}")'):
+                rows.append({"table": table, "column": name, "type": col_type, "pk": pk or "-"})
+    return rows
+
+
+def stored_checkpoints(path: Any, thread_id: str) -> list[dict[str, Any]]:
+    """The ``checkpoints`` rows of one thread, oldest first, with ids as labels.
+
+    The ``metadata`` column is JSON text and is decoded; the ``checkpoint`` column is a
+    serialized blob whose format is named by the ``type`` column, so only that is reported.
+    """
+    with closing(_connect(path)) as con:
+        rows = con.execute(
+            "SELECT checkpoint_id, parent_checkpoint_id, type, typeof(checkpoint), metadata "
+            "FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' ORDER BY checkpoint_id", (thread_id,)).fetchall()
+    labels = label_ids(r[0] for r in rows)
+    out = []
+    for cid, parent, blob_type, sql_type, metadata in rows:
+        meta = json.loads(metadata)
+        out.append({"label": labels[cid], "parent": labels.get(parent, "-") if parent else "-",
+                    "type": blob_type, "checkpoint column": sql_type,
+                    "metadata (JSON)": json.dumps(meta, sort_keys=True)})
+    return out
+
+
+def stored_writes(path: Any, thread_id: str) -> list[dict[str, Any]]:
+    """The ``writes`` rows of one thread: which checkpoint (label), channel, value type, task path."""
+    with closing(_connect(path)) as con:
+        ids = [r[0] for r in con.execute(
+            "SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ''", (thread_id,))]
+        rows = con.execute(
+            "SELECT checkpoint_id, task_path, idx, channel, type FROM writes WHERE thread_id = ? "
+            "ORDER BY checkpoint_id, task_path, idx", (thread_id,)).fetchall()
+    labels = label_ids(ids)
+    return [{"checkpoint": labels.get(cid, "?"), "task_path": path_, "idx": idx, "channel": channel, "type": vtype}
+            for cid, path_, idx, channel, vtype in rows]
+
+
+def rows_per_thread(path: Any) -> list[dict[str, Any]]:
+    """Row counts per table and thread_id in a SqliteSaver file (both tables, sorted)."""
+    out = []
+    with closing(_connect(path)) as con:
+        for table in ("checkpoints", "writes"):
+            counts = dict(con.execute(f"SELECT thread_id, COUNT(*) FROM {table} GROUP BY thread_id").fetchall())
+            for thread in sorted(counts):
+                out.append({"table": table, "thread_id": thread, "rows": counts[thread]})
+    return out
+
+
+def decode_checkpoint_blob(serde: Any, path: Any, thread_id: str) -> dict[str, Any]:
+    """Load the newest checkpoint blob of ``thread_id`` from the file and decode it with ``serde``.
+
+    Returns a structural summary: the type column, the decoded object's type and keys, and
+    the message count in its ``channel_values``.
+    """
+    with closing(_connect(path)) as con:
+        blob_type, blob = con.execute(
+            "SELECT type, checkpoint FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' "
+            "ORDER BY checkpoint_id DESC LIMIT 1", (thread_id,)).fetchone()
+    decoded = serde.loads_typed((blob_type, blob))
+    messages = decoded.get("channel_values", {}).get("messages", [])
+    return {"type column": blob_type, "raw bytes are": type(blob).__name__,
+            "decodes to": type(decoded).__name__, "keys": sorted(decoded),
+            "messages inside": len(messages)}
+
+
+def trigger_rows(graph: Any, config: Mapping[str, Any], node: str, channel: str) -> list[dict[str, Any]]:
+    """Why ``node`` is (not) pending in each checkpoint of a thread, oldest first.
+
+    For every checkpoint: the counter of ``channel``, the counter ``node`` last saw of it
+    (``versions_seen``), whether the channel currently holds a value, and whether ``node``
+    is in ``next``. A node is pending when its trigger channel holds a value with a newer
+    version than the node has seen.
+    """
+    saver = graph.checkpointer
+    thread = {"configurable": {k: v for k, v in config["configurable"].items() if k != "checkpoint_id"}}
+    tuples = sorted(saver.list(thread), key=lambda t: checkpoint_id(t.config))
+    labels = label_ids(checkpoint_id(t.config) for t in tuples)
+    rows = []
+    for t in tuples:
+        ck = t.checkpoint
+        version = ck["channel_versions"].get(channel)
+        seen = ck["versions_seen"].get(node, {}).get(channel)
+        rows.append({
+            "label": labels[checkpoint_id(t.config)],
+            f"{channel} counter": version_parts(version)["counter"] if version is not None else "-",
+            f"{node} saw": version_parts(seen)["counter"] if seen is not None else "-",
+            "holds a value": channel in ck["channel_values"],
+            f"{node} in next": node in graph.get_state(t.config).next,
+        })
+    return rows
