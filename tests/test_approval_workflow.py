@@ -1,0 +1,71 @@
+"""The approval workflow of chapter 07, in one process and across two."""
+
+import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.types import Command
+
+from helpers.approval_workflow import (NODE_CALLS, Outbox, build_approval_workflow, build_chain,
+                                       build_parallel_approvals, outbox, run_and_resume, send_confirmation)
+from helpers.processes import run_python
+
+
+def test_approve_and_reject_paths():
+    NODE_CALLS.clear()
+    graph = build_approval_workflow(InMemorySaver())
+    paused = run_and_resume(graph, "a", {"request": "PEK-SFO, 2 travellers"})
+    assert paused["__interrupt__"][0].value == {"action": "approve_booking", "request": "PEK-SFO, 2 travellers",
+                                                "doc_count": 3}
+    approved = run_and_resume(graph, "b", {"request": "PEK-SFO"}, "yes")
+    assert approved["analysis"] == "book Air B at 540 EUR (cheapest of 3)"
+    rejected = run_and_resume(graph, "c", {"request": "PEK-CDG"}, "maybe")
+    assert rejected["approved"] is False and "analysis" not in rejected
+    assert run_and_resume(graph, "d", {"request": "LHR-JFK"}, "yes")["analysis"] == "book Air Z at 500 EUR (cheapest of 1)"
+
+
+def test_paused_in_a_child_process_resumed_here(tmp_path):
+    db = str(tmp_path / "w.db")
+    child = run_python("""
+import sys
+from langgraph.checkpoint.sqlite import SqliteSaver
+from helpers.approval_workflow import NODE_CALLS, build_approval_workflow
+with SqliteSaver.from_conn_string(sys.argv[1]) as saver:
+    build_approval_workflow(saver).invoke({"request": "PEK-SFO"}, {"configurable": {"thread_id": "x"}})
+print(dict(NODE_CALLS))
+""", db)
+    assert child.stdout.strip() == "{'collect': 1, 'approve': 1}"
+    NODE_CALLS.clear()
+    with SqliteSaver.from_conn_string(db) as saver:
+        graph = build_approval_workflow(saver)
+        config = {"configurable": {"thread_id": "x"}}
+        assert graph.get_state(config).next == ("approve",)
+        assert graph.invoke(Command(resume="yes"), config)["analysis"].startswith("book Air B")
+    assert dict(NODE_CALLS) == {"approve": 1, "analyze": 1}
+
+
+def test_parallel_approvals_need_ids():
+    graph = build_parallel_approvals(InMemorySaver(), {"approve_fare": {"approver": "x", "amount": 1, "limit": 2}})
+    config = {"configurable": {"thread_id": "p"}}
+    pending = graph.invoke({"trip": "t"}, config)["__interrupt__"]
+    assert sorted(i.value["approver"] for i in pending) == ["manager", "x"]
+    with pytest.raises(RuntimeError, match="multiple pending interrupts"):
+        graph.invoke(Command(resume="yes"), config)
+    final = graph.invoke(Command(resume={i.id: i.value["approver"] for i in pending}), config)
+    assert (final["fare_answer"], final["upgrade_answer"]) == ("x", "manager")
+
+
+def test_build_chain_and_outbox():
+    def a(state):
+        return {"n": 1}
+
+    with pytest.raises(ValueError, match="at least one node"):
+        build_chain(dict, [], None)
+    with pytest.raises(ValueError, match="distinct names"):
+        build_chain(dict, [a, a], None)
+    outbox.clear()
+    send_confirmation(540)
+    assert outbox.sent == ["booked at 540 EUR"]
+    outbox.clear()
+    box = Outbox()
+    box.send("x")
+    assert box.sent == ["x"]

@@ -1,0 +1,91 @@
+"""Wrong answers for chapter 06's exercises must fail with a hint (same shape as chapter 00)."""
+
+import pytest
+
+from helpers.checks import FAILED, NOT_ATTEMPTED, PASSED, evaluate
+
+
+def _diagnose_type_of_error(snapshot):
+    """A learner's mistake: task.error is a string here, so type() says 'str'."""
+    return {"failed": {t.name: type(t.error).__name__ for t in snapshot.tasks if t.error is not None},
+            "saved": sorted(t.name for t in snapshot.tasks if t.result is not None)}
+
+
+def _diagnose_full_repr(snapshot):
+    return {"failed": {t.name: t.error for t in snapshot.tasks if t.error is not None},
+            "saved": sorted(t.name for t in snapshot.tasks if t.result is not None)}
+
+
+def _diagnose_hardcoded(snapshot):
+    return {"failed": {"lookup_fare": "TimeoutError"}, "saved": ["lookup_seat"]}
+
+
+def _diagnose_all_tasks_saved(snapshot):
+    return {"failed": {t.name: str(t.error).split("(")[0] for t in snapshot.tasks if t.error is not None},
+            "saved": sorted(t.name for t in snapshot.tasks)}
+
+
+def _diagnose_unsorted(snapshot):
+    return {"failed": {t.name: str(t.error).split("(")[0] for t in snapshot.tasks if t.error is not None},
+            "saved": sorted((t.name for t in snapshot.tasks if t.result is not None), reverse=True)}
+
+
+def _diagnose_no_saved_key(snapshot):
+    return {"failed": {}}
+
+
+WRONG_ANSWERS = {
+    "06.1": [
+        (({"lookup_seat": 3, "lookup_fare": 3, "lookup_bags": 3, "price_trip": 1},), "pending write"),
+        (({"lookup_seat": 1, "lookup_fare": 2, "lookup_bags": 1, "price_trip": 1},), "count every call"),
+        (({"lookup_seat": 1, "lookup_fare": 3, "lookup_bags": 1, "price_trip": 0},), "next super-step"),
+        (({"lookup_seat": 1, "lookup_fare": 3, "lookup_bags": 1},), "missing node"),
+        (({"lookup_seat": "1", "lookup_fare": 3, "lookup_bags": 1, "price_trip": 1},), "expected an int"),
+        (([1, 3, 1, 1],), "expected a dict"),
+    ],
+    "06.2": [
+        ((_diagnose_type_of_error,), "repr as a string"),
+        ((_diagnose_full_repr,), "only the type name"),
+        ((_diagnose_hardcoded,), "three lookups where the seat lookup failed"),
+        ((_diagnose_all_tasks_saved,), "failed task has no saved result"),
+        ((_diagnose_unsorted,), "not sorted"),
+        ((_diagnose_no_saved_key,), "no key(s) ['saved']"),
+        ((lambda snapshot: snapshot.next,), "expected a dict"),
+        (("diagnose",), "expected a function"),
+    ],
+    "06.3": [
+        ((lambda info: f"{info.thread_id}/{info.run_id}/{info.task_id}",), "retry of the same task"),
+        ((lambda info: f"{info.thread_id}/{info.task_id}/{info.node_attempt}",), "retry of the same task"),
+        ((lambda info: info.thread_id,), "include info.task_id"),
+        ((lambda info: info.task_id,), "include info.thread_id"),
+        ((lambda info: (info.thread_id, info.task_id),), "expected a str"),
+        ((lambda info: info.run_id,), "retry of the same task"),
+    ],
+}
+
+
+@pytest.mark.parametrize("exercise_id,args,hint", [(e, a, h) for e, cases in WRONG_ANSWERS.items() for a, h in cases])
+def test_wrong_answer_fails_with_hint(exercise_id, args, hint):
+    result = evaluate(exercise_id, *args)
+    assert result.status == FAILED, result
+    assert hint in result.message, result.message
+
+
+def test_reference_answers_pass():
+    def diagnose(snapshot):
+        return {"failed": {t.name: str(t.error).split("(", 1)[0] for t in snapshot.tasks if t.error is not None},
+                "saved": sorted(t.name for t in snapshot.tasks if t.result is not None)}
+
+    assert evaluate("06.1", {"lookup_seat": 1, "lookup_fare": 3, "lookup_bags": 1, "price_trip": 1}).status == PASSED
+    assert evaluate("06.2", diagnose).status == PASSED
+    # checkpoint_id is the same on a retry from the same checkpoint, so it may be part of the key
+    assert evaluate("06.3", lambda i: f"{i.thread_id}|{i.checkpoint_id}|{i.task_id}").status == PASSED
+
+
+def test_stubs_are_not_attempted():
+    def stub(x):
+        return ...
+
+    for exercise_id in ("06.2", "06.3"):
+        assert evaluate(exercise_id, stub).status == NOT_ATTEMPTED
+    assert evaluate("06.1", ...).status == NOT_ATTEMPTED
