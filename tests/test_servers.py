@@ -1,0 +1,334 @@
+"""Tests for helpers.servers: real PostgreSQL and Agent Server processes, started and stopped.
+
+Two servers (one of each) are shared by the tests that only use them; the tests about
+stopping, failures and cleanup start their own. A module fixture checks at the very end
+that nothing this module started is still running or still on disk.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from langgraph.checkpoint.postgres import PostgresSaver
+from langgraph.types import Command
+from langgraph_sdk import get_sync_client
+from langgraph_sdk.errors import ConflictError
+
+from helpers import servers
+from helpers.agent_graphs import GRAPHS, build_approval_graph
+from helpers.servers import (
+    PortInUseError,
+    RunningServer,
+    ServerNotInstalledError,
+    ServerStartError,
+    agent_server,
+    leftover_server_processes,
+    postgres_server,
+)
+
+SERVERS = {
+    "postgres": lambda **kw: postgres_server(**kw),
+    "agent": lambda **kw: agent_server(GRAPHS, **kw),
+}
+
+
+@pytest.fixture(scope="module")
+def no_leftovers() -> Iterator[None]:
+    """Torn down last (the shared servers depend on it): nothing may be left behind."""
+    yield
+    assert leftover_server_processes() == []
+
+
+@pytest.fixture(scope="module")
+def pg(no_leftovers: None) -> Iterator[RunningServer]:
+    with postgres_server() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def api(no_leftovers: None) -> Iterator[RunningServer]:
+    with agent_server(GRAPHS) as server:
+        yield server
+
+
+@pytest.fixture
+def busy_port() -> Iterator[int]:
+    """A loopback port with a listening socket on it."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((servers.HOST, 0))
+        sock.listen()
+        yield sock.getsockname()[1]
+
+
+def assert_gone(server: RunningServer) -> None:
+    """The server's processes, its temporary directory and its port are all released."""
+    assert servers._group_members(server.pid) == []
+    assert not server.workdir.exists()
+    assert servers.port_is_free(server.port)
+    assert not [line for line in leftover_server_processes() if str(server.workdir) in line]
+
+
+def process_uid(pid: int) -> int:
+    """The real uid of a running process (Linux /proc)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("Uid:"):
+            return int(line.split()[1])
+    raise AssertionError(f"no Uid line for pid {pid}")
+
+
+# --- PostgreSQL --------------------------------------------------------------------------
+
+
+def test_postgres_url_points_at_a_working_server(pg: RunningServer) -> None:
+    assert pg.url == f"postgresql://postgres@127.0.0.1:{pg.port}/postgres"
+    with psycopg.connect(pg.url) as conn:
+        conn.execute("CREATE TABLE notes (id serial PRIMARY KEY, body text)")
+        conn.execute("INSERT INTO notes (body) VALUES ('kept')")
+        assert conn.execute("SELECT body FROM notes").fetchall() == [("kept",)]
+    assert (pg.workdir / "data" / "PG_VERSION").exists()
+    assert "ready to accept connections" in pg.log_tail()
+
+
+def test_postgres_never_runs_as_root(pg: RunningServer) -> None:
+    # PostgreSQL refuses root; as root (CI) the helper runs it as an unprivileged user.
+    if os.geteuid() == 0:
+        assert process_uid(pg.pid) == servers.pwd.getpwnam(servers.UNPRIVILEGED_USER).pw_uid
+    else:
+        assert process_uid(pg.pid) == os.getuid()
+
+
+def test_postgres_saver_keeps_an_interrupted_run(pg: RunningServer) -> None:
+    with PostgresSaver.from_conn_string(pg.url) as saver:
+        saver.setup()
+        graph = build_approval_graph(saver)
+        config = {"configurable": {"thread_id": "approval-1"}}
+        graph.invoke({"request": "book a flight"}, config)
+        assert graph.get_state(config).next == ("approve",)
+        final = graph.invoke(Command(resume="yes"), config)
+    assert final["approved"] is True and final["result"].startswith("Analysed 'book a flight'")
+
+
+# --- Agent Server ------------------------------------------------------------------------
+
+
+def test_agent_server_is_healthy_and_serves_the_course_graphs(api: RunningServer) -> None:
+    assert api.url == f"http://127.0.0.1:{api.port}"
+    with urllib.request.urlopen(f"{api.url}/ok", timeout=5) as response:
+        assert json.load(response)["ok"] is True
+    client = get_sync_client(url=api.url)
+    assert {a["graph_id"] for a in client.assistants.search()} == set(GRAPHS)
+
+
+def test_sdk_runs_the_approval_graph_to_the_interrupt_and_resumes(api: RunningServer) -> None:
+    client = get_sync_client(url=api.url)
+    thread_id = client.threads.create()["thread_id"]
+
+    paused = client.runs.wait(thread_id, "approval", input={"request": "book a flight"})
+    assert paused["__interrupt__"][0]["value"] == {"question": "Approve this request?", "request": "book a flight"}
+    assert client.threads.get_state(thread_id)["next"] == ["approve"]
+    assert client.threads.get(thread_id)["status"] == "interrupted"
+
+    done = client.runs.wait(thread_id, "approval", command={"resume": "yes"})
+    assert done == {"request": "book a flight", "approved": True,
+                    "result": "Analysed 'book a flight': 3 words, 13 characters."}
+    assert client.threads.get(thread_id)["status"] == "idle"
+
+
+def test_sdk_rejection_ends_the_run(api: RunningServer) -> None:
+    client = get_sync_client(url=api.url)
+    thread_id = client.threads.create()["thread_id"]
+    client.runs.wait(thread_id, "approval", input={"request": "delete everything"})
+    done = client.runs.wait(thread_id, "approval", command={"resume": False})
+    assert done == {"request": "delete everything", "approved": False, "result": None}
+
+
+def test_reject_strategy_refuses_a_second_run_on_a_busy_thread(api: RunningServer) -> None:
+    client = get_sync_client(url=api.url)
+    thread_id = client.threads.create()["thread_id"]
+    first = client.runs.create(thread_id, "slow", input={"seconds": 1.5})
+    with pytest.raises(ConflictError):
+        client.runs.create(thread_id, "slow", input={"seconds": 0}, multitask_strategy="reject")
+    client.runs.join(thread_id, first["run_id"])
+    assert client.threads.get_state(thread_id)["values"]["done"] == ["finished a 1.5 s run"]
+
+
+def test_agent_server_serves_a_graph_file_relative_to_cwd(tmp_path: Path) -> None:
+    (tmp_path / "graphs").mkdir()
+    (tmp_path / "graphs" / "echo.py").write_text(
+        "from langgraph.graph import StateGraph, START, END\n"
+        "from typing import TypedDict\n"
+        "class S(TypedDict):\n    text: str\n"
+        "b = StateGraph(S)\n"
+        "b.add_node('shout', lambda s: {'text': s['text'].upper()})\n"
+        "b.add_edge(START, 'shout')\nb.add_edge('shout', END)\n"
+        "echo = b.compile()\n")
+    with agent_server("graphs/echo.py:echo", cwd=tmp_path) as server:
+        client = get_sync_client(url=server.url)
+        assert client.runs.wait(None, "echo", input={"text": "hi"}) == {"text": "HI"}
+    assert_gone(server)
+
+
+def test_agent_config_forms() -> None:
+    base = Path("/course")
+    assert servers.agent_config("helpers.agent_graphs:chat_graph", base)["graphs"] == {
+        "chat_graph": "helpers.agent_graphs:chat_graph"}
+    assert servers.agent_config({"g": "./graphs/g.py:graph"}, base)["graphs"] == {"g": "/course/graphs/g.py:graph"}
+    full = servers.agent_config({"graphs": {"a": {"path": "a.py/../b.py:x"}}, "env": {"K": "v"},
+                                 "dependencies": ["."]}, base)
+    assert full["graphs"] == {"a": {"path": "/course/b.py:x"}} and full["env"] == {"K": "v"}
+    assert full["dependencies"] == ["/course", "/course"]
+
+
+# --- Stopping and cleanup ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", sorted(SERVERS))
+def test_server_stops_and_cleans_up(kind: str, no_leftovers: None) -> None:
+    with SERVERS[kind]() as server:
+        assert servers._group_members(server.pid)
+        assert server.workdir.is_dir() and server.log_path.is_file()
+        assert any(str(server.workdir) in line for line in leftover_server_processes())
+    assert_gone(server)
+
+
+@pytest.mark.parametrize("kind", sorted(SERVERS))
+def test_server_cleans_up_when_the_body_raises(kind: str, no_leftovers: None) -> None:
+    started: list[RunningServer] = []
+    with pytest.raises(RuntimeError, match="boom"), SERVERS[kind]() as server:
+        started.append(server)
+        raise RuntimeError("boom")
+    assert_gone(started[0])
+
+
+# --- Ports -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", sorted(SERVERS))
+def test_explicit_port_that_is_taken_raises_a_clear_error(kind: str, busy_port: int) -> None:
+    expected = f"port {busy_port} on 127.0.0.1 is already in use"
+    with pytest.raises(PortInUseError, match=expected), SERVERS[kind](port=busy_port):
+        pytest.fail("must not start")
+
+
+@pytest.mark.parametrize("kind", sorted(SERVERS))
+def test_auto_picked_port_taken_meanwhile_moves_to_another_port(kind: str, busy_port: int,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    # Simulate the race: the "free" port is grabbed before the server binds it.
+    real_free_port = servers.free_port
+    ports = iter([busy_port])
+    monkeypatch.setattr(servers, "free_port", lambda host=servers.HOST: next(ports, None) or real_free_port(host))
+    with SERVERS[kind]() as server:
+        assert server.port != busy_port
+        assert server.log_path.read_text().count(servers.LOG_MARKER) == 2
+    assert_gone(server)
+
+
+# --- Failures ----------------------------------------------------------------------------
+
+
+def test_missing_postgres_binaries_say_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(servers.POSTGRES_BIN_ENV, raising=False)
+    monkeypatch.setattr(servers, "PGSERVER_PACKAGE", "no_such_pgserver_package")
+    monkeypatch.setattr(servers, "SYSTEM_POSTGRES_GLOBS", ("/nonexistent/postgresql/*/bin",))
+    with pytest.raises(ServerNotInstalledError) as info, postgres_server():
+        pytest.fail("must not start")
+    assert "pip install -r requirements.txt" in str(info.value)
+    assert "apt-get install postgresql" in str(info.value)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root hands PostgreSQL to an unprivileged user")
+def test_as_root_binaries_the_unprivileged_user_cannot_reach_are_skipped(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    hidden = tmp_path / "private" / "bin"  # a 0700 parent, like a virtualenv under /root
+    hidden.mkdir(parents=True)
+    for name in ("initdb", "postgres"):
+        (hidden / name).write_text("#!/bin/sh\n")
+        (hidden / name).chmod(0o755)
+    (tmp_path / "private").chmod(0o700)
+    monkeypatch.setenv(servers.POSTGRES_BIN_ENV, str(hidden))
+    monkeypatch.setattr(servers, "PGSERVER_PACKAGE", "no_such_pgserver_package")
+    monkeypatch.setattr(servers, "SYSTEM_POSTGRES_GLOBS", ("/nonexistent/postgresql/*/bin",))
+    nobody = servers._postgres_user()
+    with pytest.raises(ServerNotInstalledError, match="cannot be run by user 'nobody'"):
+        servers.find_postgres_bin_dir(nobody)
+    # With a reachable copy elsewhere (here: the system's or pgserver's), that one is used.
+    monkeypatch.undo()
+    monkeypatch.setenv(servers.POSTGRES_BIN_ENV, str(hidden))
+    assert servers.find_postgres_bin_dir(nobody) != hidden
+
+
+def test_missing_langgraph_cli_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(servers, "LANGGRAPH_CLI_MODULES", ("no_such_langgraph_cli",))
+    with pytest.raises(ServerNotInstalledError, match=r"pip install -r requirements\.txt"), agent_server(GRAPHS):
+        pytest.fail("must not start")
+
+
+def assert_started_since_are_gone(count_before: int) -> None:
+    """Every server launched after ``count_before`` launches has no process and no directory."""
+    records = servers._STARTED[count_before:]
+    assert records, "expected the helper to have launched a server"
+    for record in records:
+        assert servers._group_members(record.pid) == []
+        assert not record.workdir.exists()
+
+
+def test_server_that_exits_early_reports_its_log(no_leftovers: None) -> None:
+    before = len(servers._STARTED)
+    with pytest.raises(ServerStartError) as info, agent_server({"broken": "helpers.no_such_module:graph"}):
+        pytest.fail("must not start")
+    message = str(info.value)
+    assert "exited with code" in message and "Last 20 lines of" in message
+    assert "no_such_module" in message
+    assert_started_since_are_gone(before)
+
+
+def test_server_not_ready_in_time_is_stopped_and_reported(no_leftovers: None) -> None:
+    before = len(servers._STARTED)
+    expected = r"was not ready after 0 s\.\nLast 20 lines of .*server\.log"
+    with pytest.raises(ServerStartError, match=expected), agent_server(GRAPHS, startup_timeout=0.0):
+        pytest.fail("must not start")
+    assert_started_since_are_gone(before)
+
+
+def test_nothing_this_module_started_is_still_running_except_the_shared_servers(
+        pg: RunningServer, api: RunningServer) -> None:
+    shared = (str(pg.workdir), str(api.workdir), f"group {pg.pid} ", f"group {api.pid} ")
+    assert [line for line in leftover_server_processes() if not any(s in line for s in shared)] == []
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="parent-death signal is Linux only")
+def test_servers_die_with_a_killed_python_and_their_directory_is_swept() -> None:
+    # A restarted Jupyter kernel is SIGKILLed: no `finally` runs in it.
+    code = textwrap.dedent("""
+        import json, time
+        from helpers.servers import postgres_server
+        with postgres_server() as pg:
+            print(json.dumps([pg.pid, str(pg.workdir)]), flush=True)
+            time.sleep(120)
+    """)
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                             cwd=Path(__file__).resolve().parents[1])
+    try:
+        pid, workdir = json.loads(child.stdout.readline())
+    finally:
+        child.kill()
+        child.wait()
+        child.stdout.close()
+    deadline = time.monotonic() + 15
+    while servers._group_members(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert servers._group_members(pid) == []
+    # Nobody cleaned up after the killed process, until the next start swept its directory.
+    with postgres_server():
+        assert not Path(workdir).exists()
