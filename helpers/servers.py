@@ -396,6 +396,27 @@ def leftover_server_processes() -> list[str]:
     return leftovers
 
 
+def stray_servers_on_this_machine() -> list[str]:
+    """Course servers and temp directories left by ANY process on this machine.
+
+    :func:`leftover_server_processes` knows only this process's servers; this scans
+    ``/proc`` and the temp folder, so a test run can prove that the notebooks' kernels
+    (other processes) stopped theirs too.
+    """
+    found = [f"temporary directory {d}" for d in sorted(Path(tempfile.gettempdir()).glob(f"{TEMP_PREFIX}*"))]
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            cwd = os.readlink(proc / "cwd")
+        except OSError:
+            continue  # exited meanwhile, or not ours to read
+        if TEMP_PREFIX in cmdline or TEMP_PREFIX in cwd:
+            found.append(f"process {proc.name}: {cmdline.strip()[:120]}")
+    return found
+
+
 @atexit.register
 def _stop_leftovers_at_exit() -> None:
     """Last resort when a ``with`` never finished (e.g. ``__enter__`` called by hand)."""

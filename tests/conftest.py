@@ -17,3 +17,19 @@ def read(path: Path):
 @pytest.fixture(scope="session")
 def root() -> Path:
     return ROOT
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """After the whole run (not in xdist workers): no course server or temp dir is left.
+
+    Notebook kernels and test workers start PostgreSQL and Agent Servers; each must stop
+    its own, also when a cell or test failed. This turns a leak into a failed run.
+    """
+    if hasattr(session.config, "workerinput"):
+        return
+    from helpers.servers import stray_servers_on_this_machine
+
+    stray = stray_servers_on_this_machine()
+    if stray:
+        print("\nLEFT BEHIND after the test run:\n  " + "\n  ".join(stray))
+        session.exitstatus = 1

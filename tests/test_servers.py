@@ -332,3 +332,14 @@ def test_servers_die_with_a_killed_python_and_their_directory_is_swept() -> None
     # Nobody cleaned up after the killed process, until the next start swept its directory.
     with postgres_server():
         assert not Path(workdir).exists()
+
+
+def test_stray_scan_sees_a_running_server_and_nothing_after_it_stops():
+    from helpers.servers import TEMP_PREFIX, stray_servers_on_this_machine
+
+    with postgres_server() as pg:
+        during = stray_servers_on_this_machine()
+        assert any(str(pg.workdir) in line for line in during)
+        assert any(line.startswith("process ") for line in during)
+    assert not [line for line in stray_servers_on_this_machine() if str(pg.workdir) in line]
+    assert TEMP_PREFIX
