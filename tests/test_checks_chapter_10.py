@@ -1,0 +1,196 @@
+"""Wrong answers for chapter 10's exercises must fail with a hint; right ones must pass.
+
+Same shape as tests/test_checks_chapter_00.py: ``WRONG_ANSWERS`` maps an exercise id to
+``(args, hint)`` cases, where ``args`` is the tuple passed to the check and ``hint`` a
+substring the failure message must contain.
+"""
+
+import pytest
+
+from helpers.checks import FAILED, NOT_ATTEMPTED, PASSED, evaluate
+
+
+# ----------------------------------------------------------------------------- 10.1 answers
+def accept_right(conn, tenant_id, command_id, payload_fingerprint):
+    cur = conn.execute(
+        "INSERT INTO commands (tenant_id, command_id, fingerprint) VALUES (?, ?, ?) "
+        "ON CONFLICT (tenant_id, command_id) DO NOTHING", (tenant_id, command_id, payload_fingerprint))
+    created = cur.rowcount == 1
+    (stored,) = conn.execute("SELECT fingerprint FROM commands WHERE tenant_id = ? AND command_id = ?",
+                             (tenant_id, command_id)).fetchone()
+    return stored, created
+
+
+def accept_insert_or_ignore_with_cursor(conn, tenant_id, command_id, payload_fingerprint):
+    cur = conn.cursor()
+    cur.execute("INSERT OR IGNORE INTO commands VALUES (?, ?, ?)", (tenant_id, command_id, payload_fingerprint))
+    created = cur.rowcount == 1
+    cur.execute("SELECT fingerprint FROM commands WHERE tenant_id = ? AND command_id = ?", (tenant_id, command_id))
+    return cur.fetchone()[0], created
+
+
+def accept_try_insert(conn, tenant_id, command_id, payload_fingerprint):
+    import sqlite3
+
+    try:
+        conn.execute("INSERT INTO commands VALUES (?, ?, ?)", (tenant_id, command_id, payload_fingerprint))
+        created = True
+    except sqlite3.IntegrityError:
+        created = False
+    row = conn.execute("SELECT fingerprint FROM commands WHERE tenant_id = ? AND command_id = ?",
+                       (tenant_id, command_id)).fetchone()
+    return row[0], created
+
+
+def accept_check_then_insert(conn, tenant_id, command_id, payload_fingerprint):
+    row = conn.execute("SELECT fingerprint FROM commands WHERE tenant_id = ? AND command_id = ?",
+                       (tenant_id, command_id)).fetchone()
+    if row is not None:
+        return row[0], False
+    conn.execute("INSERT INTO commands VALUES (?, ?, ?)", (tenant_id, command_id, payload_fingerprint))
+    return payload_fingerprint, True
+
+
+def accept_check_then_insert_or_ignore(conn, tenant_id, command_id, payload_fingerprint):
+    row = conn.execute("SELECT fingerprint FROM commands WHERE tenant_id = ? AND command_id = ?",
+                       (tenant_id, command_id)).fetchone()
+    if row is not None:
+        return row[0], False
+    conn.execute("INSERT OR IGNORE INTO commands VALUES (?, ?, ?)", (tenant_id, command_id, payload_fingerprint))
+    return payload_fingerprint, True
+
+
+def accept_returns_given(conn, tenant_id, command_id, payload_fingerprint):
+    cur = conn.execute("INSERT INTO commands VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                       (tenant_id, command_id, payload_fingerprint))
+    return payload_fingerprint, cur.rowcount == 1
+
+
+def accept_replace(conn, tenant_id, command_id, payload_fingerprint):
+    cur = conn.execute("INSERT OR REPLACE INTO commands VALUES (?, ?, ?)", (tenant_id, command_id, payload_fingerprint))
+    return payload_fingerprint, cur.rowcount == 1
+
+
+def accept_formatted(conn, tenant_id, command_id, payload_fingerprint):
+    cur = conn.execute(f"INSERT INTO commands VALUES ('{tenant_id}', '{command_id}', '{payload_fingerprint}') "
+                       "ON CONFLICT DO NOTHING")
+    created = cur.rowcount == 1
+    row = conn.execute(f"SELECT fingerprint FROM commands WHERE tenant_id = '{tenant_id}' "
+                       f"AND command_id = '{command_id}'").fetchone()
+    return row[0], created
+
+
+def accept_no_tenant(conn, tenant_id, command_id, payload_fingerprint):
+    cur = conn.execute("INSERT INTO commands VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                       (tenant_id, command_id, payload_fingerprint))
+    row = conn.execute("SELECT fingerprint FROM commands WHERE command_id = ?", (command_id,)).fetchone()
+    return row[0], cur.rowcount == 1
+
+
+def accept_created_only(conn, tenant_id, command_id, payload_fingerprint):
+    cur = conn.execute("INSERT INTO commands VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                       (tenant_id, command_id, payload_fingerprint))
+    return cur.rowcount == 1
+
+
+def accept_raises(conn, tenant_id, command_id, payload_fingerprint):
+    raise KeyError("oops")
+
+
+def accept_stub(conn, tenant_id, command_id, payload_fingerprint):
+    return ...
+
+
+# ----------------------------------------------------------------------------- 10.2-10.4
+KINDS = {"timeout": "retry", "double_click": "retry", "reload": "retry",
+         "regenerate": "regenerate", "same_words": "new message"}
+NEW_IDS = {"retry": {"request_id"}, "regenerate": {"command_id", "run_id", "request_id"},
+           "new message": {"message_id", "command_id", "run_id", "request_id"}}
+CHOICE = {"command_id": "uuid4", "run_id": "uuid5", "audit_event_id": "uuid7",
+          "queue_position": "sequence", "checkpoint_id": "runtime"}
+
+WRONG_ANSWERS = {
+    "10.1": [
+        ((accept_check_then_insert,), "checks first and inserts later"),
+        ((accept_check_then_insert_or_ignore,), "concurrent callers got created=True"),
+        ((accept_returns_given,), "return the fingerprint read from the table"),
+        ((accept_replace,), "INSERT OR REPLACE"),
+        ((accept_formatted,), "? parameter"),
+        ((accept_no_tenant,), "filter the SELECT on both"),
+        ((accept_created_only,), "return a pair"),
+        ((accept_raises,), "raised KeyError"),
+        (("INSERT ... ON CONFLICT DO NOTHING",), "expected a function"),
+    ],
+    "10.2": [
+        (({**KINDS, "same_words": "retry"}, NEW_IDS), "deduplicate on ids, never on text"),
+        (({**KINDS, "double_click": "new message"}, NEW_IDS), "command id minted when Send was pressed"),
+        (({k: v for k, v in KINDS.items() if k != "reload"}, NEW_IDS), "missing scenario"),
+        ((KINDS, {**NEW_IDS, "retry": {"request_id", "command_id"}}), "a retry reuses the command id"),
+        ((KINDS, {**NEW_IDS, "retry": set()}), "misses request_id"),
+        ((KINDS, {**NEW_IDS, "regenerate": {"command_id", "run_id", "request_id", "message_id"}}), "message_id stays"),
+        ((KINDS, {**NEW_IDS, "regenerate": {"command_id", "request_id"}}), "new run_id"),
+        ((KINDS, {**NEW_IDS, "new message": NEW_IDS["new message"] | {"thread_id"}}), "same conversation and thread"),
+        ((KINDS, {**NEW_IDS, "retry": "request_id"}), "should be a set"),
+    ],
+    "10.3": [
+        (({**CHOICE, "queue_position": "uuid7"},), "not an order"),
+        (({**CHOICE, "run_id": "uuid4"},), "name-based uuid5"),
+        (({**CHOICE, "checkpoint_id": "uuid7"},), "never mint them"),
+        (({**CHOICE, "command_id": "uuid5"},), "unguessable"),
+        (({**CHOICE, "audit_event_id": "uuid4"},), "time-ordered uuid7"),
+        (({**CHOICE, "command_id": "uuid8"},), "not one of"),
+    ],
+    "10.4": [
+        ((lambda info: info.thread_id,), "got the same key"),
+        ((lambda info: info.checkpoint_id,), "got the same key"),
+        ((lambda info: f"{info.task_id}:{info.node_attempt}",), "attempt 1 and attempt 2"),
+        ((lambda info: f"{info.run_id}:{info.task_id}",), "run_id changes per invocation"),
+        ((lambda info: 42,), "expected a str"),
+        ((lambda info: info.task_name,), "raised AttributeError"),
+    ],
+}
+
+
+@pytest.mark.parametrize("exercise_id,args,hint", [(e, a, h) for e, cases in WRONG_ANSWERS.items() for a, h in cases])
+def test_wrong_answer_fails_with_hint(exercise_id, args, hint):
+    result = evaluate(exercise_id, *args)
+    assert result.status == FAILED, result
+    assert hint in result.message, result.message
+
+
+@pytest.mark.parametrize("answer", [accept_right, accept_insert_or_ignore_with_cursor, accept_try_insert])
+def test_insert_first_implementations_pass(answer):
+    result = evaluate("10.1", answer)
+    assert result.status == PASSED, result
+
+
+@pytest.mark.parametrize("exercise_id,args", [
+    ("10.2", (KINDS, NEW_IDS)),
+    ("10.3", (CHOICE,)),
+    ("10.4", (lambda info: f"{info.thread_id}:{info.task_id}",)),
+    ("10.4", (lambda info: info.task_id,)),
+])
+def test_right_answers_pass(exercise_id, args):
+    result = evaluate(exercise_id, *args)
+    assert result.status == PASSED, result
+
+
+@pytest.mark.parametrize("exercise_id,args", [("10.1", (accept_stub,)), ("10.4", (lambda info: ...,))])
+def test_stub_functions_are_not_attempted(exercise_id, args):
+    assert evaluate(exercise_id, *args).status == NOT_ATTEMPTED
+
+
+def test_check_then_insert_is_caught_every_time():
+    # The gate makes the losing interleaving certain, not likely: repeat to be sure.
+    for _ in range(5):
+        result = evaluate("10.1", accept_check_then_insert_or_ignore)
+        assert result.status == FAILED and "created=True" in result.message, result
+
+
+def test_a_plain_sql_typo_is_not_blamed_on_formatting():
+    def typo(conn, tenant_id, command_id, payload_fingerprint):
+        conn.execute("INSERT INTO commands VALUES (?, ?, ?) ON CONFLICT DO NOTHIN", (tenant_id, command_id, payload_fingerprint))
+        return payload_fingerprint, True
+
+    result = evaluate("10.1", typo)
+    assert result.status == FAILED and "OperationalError" in result.message and "? parameter" not in result.message
