@@ -3,6 +3,7 @@
     python -m helpers.build            # every chapter
     python -m helpers.build 03 05      # chapters by number or slug
     python -m helpers.build --check    # exit 1 if any file would change (writes nothing)
+    python -m helpers.build --remeasure 08   # also re-record machine-dependent measurements
 
 solutions/ is the only source. The build reads every selected solution first and stops,
 naming the file, if one is not a valid notebook or has broken solution markers; nothing
@@ -27,7 +28,7 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
 from .learner_copies import SolutionMarkupError, make_learner_copy
-from .notebook_format import annotate, dumps, normalize
+from .notebook_format import annotate, dumps, ignore_reason, normalize
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS, NOTEBOOKS = ROOT / "solutions", ROOT / "notebooks"
@@ -108,6 +109,28 @@ def learner_path(solution_path: Path) -> Path:
     return solution_path.parent.parent / NOTEBOOKS.name / solution_path.name
 
 
+def keep_recorded_measurements(text: str, path: Path) -> str:
+    """Keep the stored outputs of ignored cells (measurements) whose source did not change.
+
+    A cell marked ``# nbval-ignore-output:`` prints machine-dependent numbers, such as
+    timings. They are a recorded measurement, not a result to re-derive: re-recording
+    them on every build would make two builds in a row differ. ``--remeasure`` refreshes them.
+    """
+    if not path.exists():
+        return text
+    try:
+        old = {c.get("id"): c for c in nbformat.reads(path.read_text(encoding="utf-8"), as_version=4).cells}
+    except Exception:  # an unreadable old copy is simply replaced
+        return text
+    new = nbformat.reads(text, as_version=4)
+    for cell in new.cells:
+        previous = old.get(cell.get("id"))
+        if (cell.cell_type == "code" and ignore_reason(cell) and previous is not None
+                and previous.get("source") == cell.get("source")):
+            cell["outputs"] = previous.get("outputs", [])
+    return dumps(new)
+
+
 def write_if_changed(path: Path, text: str) -> bool:
     if path.exists() and path.read_text(encoding="utf-8") == text:
         return False
@@ -122,6 +145,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("chapters", nargs="*", help="chapter numbers or slugs (default: all)")
     parser.add_argument("--check", action="store_true", help="report files that would change; write nothing")
     parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1))
+    parser.add_argument("--remeasure", action="store_true",
+                        help="also refresh the recorded outputs of cells marked '# nbval-ignore-output:'")
     args = parser.parse_args(argv)
     try:
         paths = select(args.chapters)
@@ -140,6 +165,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{built.slug}: execution failed, nothing written\n{built.error}", file=sys.stderr)
                 continue
             for path, text in built.texts.items():
+                if not args.remeasure:
+                    text = keep_recorded_measurements(text, path)
                 differs = not path.exists() or path.read_text(encoding="utf-8") != text
                 if differs:
                     changed.append(shown(path))

@@ -113,3 +113,22 @@ def test_corrupt_solution_stops_the_build_and_keeps_the_learner_copy(tmp_path, m
 def test_unknown_chapter_is_a_clear_error(capsys):
     assert build.main(["77"]) == 1
     assert "no chapter in solutions/ matches 77" in capsys.readouterr().err
+
+
+def test_recorded_measurements_are_kept_unless_the_cell_changes(tmp_path):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("# nbval-ignore-output: timings\nprint(t)", id="m"),
+                nbformat.v4.new_code_cell("print(1)", id="c")]
+    nb.cells[0].outputs = [nbformat.v4.new_output("stream", name="stdout", text="3.1 ms\n")]
+    nb.cells[1].outputs = [nbformat.v4.new_output("stream", name="stdout", text="1\n")]
+    path = tmp_path / "n.ipynb"
+    path.write_text(dumps(nb))
+    fresh = nbformat.reads(dumps(nb), as_version=4)
+    fresh.cells[0].outputs[0]["text"] = "4.7 ms\n"
+    fresh.cells[1].outputs[0]["text"] = "2\n"
+    kept = nbformat.reads(build.keep_recorded_measurements(dumps(fresh), path), as_version=4)
+    assert kept.cells[0].outputs[0]["text"] == "3.1 ms\n"   # the recorded measurement stays
+    assert kept.cells[1].outputs[0]["text"] == "2\n"        # a compared output is always fresh
+    fresh.cells[0].source += "  # edited"
+    changed = nbformat.reads(build.keep_recorded_measurements(dumps(fresh), path), as_version=4)
+    assert changed.cells[0].outputs[0]["text"] == "4.7 ms\n"
