@@ -53,29 +53,42 @@ def minted_as_float(cid):
     return _v6_count(cid) / 1e7
 
 
-def chain_from_history(saver, config):
-    return [t.metadata["step"] for t in saver.list(config)]
+def _config(thread_id, checkpoint_id):
+    return {"configurable": {"thread_id": thread_id, "checkpoint_id": checkpoint_id}}
 
 
-def chain_oldest_first(saver, config):
-    steps, current = [], saver.get_tuple(config)
-    while current is not None:
-        steps.append(current.metadata["step"])
-        current = saver.get_tuple(current.parent_config) if current.parent_config else None
-    return steps[::-1]
+def guard_format_only(saver, thread_id, checkpoint_id):
+    if uuid.UUID(checkpoint_id).version != 6:
+        raise LookupError(checkpoint_id)
+    return _config(thread_id, checkpoint_id)
 
 
-def chain_no_stop(saver, config):
-    steps, current = [], saver.get_tuple(config)
-    while True:
-        steps.append(current.metadata["step"])
-        if not current.parent_config:
-            return steps
-        current = saver.get_tuple(current.parent_config)
+def guard_any_thread(saver, thread_id, checkpoint_id):
+    if not any(t.config["configurable"]["checkpoint_id"] == checkpoint_id for t in saver.list(None)):
+        raise LookupError(checkpoint_id)
+    return _config(thread_id, checkpoint_id)
 
 
-def chain_ids(saver, config):
-    return [saver.get_tuple(config).config["configurable"]["checkpoint_id"]]
+def guard_returns_none(saver, thread_id, checkpoint_id):
+    config = _config(thread_id, checkpoint_id)
+    return config if saver.get_tuple(config) else None
+
+
+def guard_value_error(saver, thread_id, checkpoint_id):
+    config = _config(thread_id, checkpoint_id)
+    if saver.get_tuple(config) is None:
+        raise ValueError("unknown checkpoint")
+    return config
+
+
+def guard_drops_id(saver, thread_id, checkpoint_id):
+    if saver.get_tuple(_config(thread_id, checkpoint_id)) is None:
+        raise LookupError(checkpoint_id)
+    return {"configurable": {"thread_id": thread_id}}
+
+
+def guard_rejects_all(saver, thread_id, checkpoint_id):
+    raise LookupError(checkpoint_id)
 
 
 WRONG_ANSWERS = {
@@ -95,10 +108,13 @@ WRONG_ANSWERS = {
         ((minted_as_float,), "expected a datetime"),
     ],
     "04.3": [
-        ((chain_from_history,), "follow parent_config"),
-        ((chain_oldest_first,), "oldest first"),
-        ((chain_no_stop,), "raised AttributeError"),
-        ((chain_ids,), "expected"),
+        ((guard_format_only,), "well-formed ID can still be invented"),
+        ((guard_any_thread,), "in another thread"),
+        ((guard_returns_none,), "returned None"),
+        ((guard_value_error,), "raised ValueError"),
+        ((guard_drops_id,), "'checkpoint_id': checkpoint_id"),
+        ((guard_rejects_all,), "a stored checkpoint must give back its config"),
+        (({"configurable": {}},), "expected a function"),
     ],
 }
 
@@ -123,3 +139,12 @@ def test_naive_utc_datetime_is_accepted():
     def minted_naive(cid):
         return datetime(1582, 10, 15) + timedelta(microseconds=_v6_count(cid) // 10)
     assert evaluate("04.2", minted_naive).status == "passed"
+
+
+def test_guard_solution_and_keyerror_pass():
+    def guard(saver, thread_id, checkpoint_id):
+        config = _config(thread_id, checkpoint_id)
+        if saver.get_tuple(config) is None:
+            raise KeyError(checkpoint_id)
+        return config
+    assert evaluate("04.3", guard).status == "passed"

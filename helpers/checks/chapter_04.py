@@ -69,8 +69,8 @@ def minted_at_check(minted_at):
     return "v6 timestamps decoded correctly"
 
 
-def _threads():
-    """A saver with a normal thread and a thread continued from an invented checkpoint_id."""
+def _guard_fixture():
+    """A saver with two threads; returns (saver, a real ID of 'ana', an ID of 'bo', an invented ID)."""
     from langgraph.checkpoint.base.id import uuid6
     from langgraph.checkpoint.memory import InMemorySaver
 
@@ -78,31 +78,48 @@ def _threads():
 
     saver = InMemorySaver()
     graph = build_chat_graph(saver)
-    for thread in ("normal", "ghost"):
+    for thread in ("ana", "bo"):
         say(graph, thread, "I prefer a window seat")
-        say(graph, thread, "Which seat do I prefer?")
-    say(graph, "ghost", "Which seat do I prefer?", checkpoint_id=str(uuid6(clock_seq=3)))
-    return saver
+    ids = {t: [s.config["configurable"]["checkpoint_id"] for s in graph.get_state_history(
+        {"configurable": {"thread_id": t}})] for t in ("ana", "bo")}
+    invented = str(uuid6(clock_seq=1))
+    return saver, ids["ana"][1], ids["bo"][0], invented
+
+
+def _refused(checked_config: Any, saver: Any, thread_id: str, checkpoint_id: str, case: str, hint: str) -> None:
+    what = "checked_config(saver, thread_id, checkpoint_id)"
+    try:
+        got = call_answer(checked_config, saver, thread_id, checkpoint_id, what=what)
+    except (Fail, NotAttempted):
+        raise
+    except LookupError:
+        return
+    except Exception as exc:
+        raise Fail(f"for {case} you raised {type(exc).__name__}; raise LookupError (or its subclass KeyError) "
+                   "so callers can catch one error type") from None
+    if got is None:
+        raise Fail(f"for {case} you returned None; raise LookupError instead, so the caller cannot go on by mistake")
+    raise Fail(f"for {case} you returned a config; {hint}")
 
 
 @exercise("04.3")
-def chain_steps_check(chain_steps):
-    saver = _threads()
-    expected = {"normal": [4, 3, 2, 1, 0, -1], "ghost": [1, 0, -1]}
-    for thread, want in expected.items():
-        config = {"configurable": {"thread_id": thread}}
-        case = "a thread continued from an invented checkpoint_id" if thread == "ghost" else "a normal 2-turn thread"
-        got = _call(chain_steps, saver, config, what="chain_steps(saver, config)", case=case)
-        expect_type(got, list, "the steps, newest first")
-        if got == want:
-            continue
-        if list(got) == want[::-1]:
-            raise Fail("you returned the steps oldest first; start at the latest checkpoint and list newest first")
-        if thread == "ghost" and len(got) > len(want):
-            raise Fail(f"on {case} you returned {len(got)} steps; only {len(want)} checkpoints are linked to the "
-                       "latest one: follow parent_config links instead of listing the whole thread")
-        if thread == "ghost" and got[: len(want)] == want:
-            raise Fail("stop when saver.get_tuple(parent_config) returns None: the invented parent is not stored")
-        raise Fail(f"on {case} you returned {got!r}, expected {len(want)} steps newest first; "
-                   "append current.metadata['step'], then move to saver.get_tuple(current.parent_config)")
-    return "parent chains walked, including one that ends at an invented ID"
+def checked_config_check(checked_config):
+    saver, real, foreign, invented = _guard_fixture()
+    try:
+        got = call_answer(checked_config, saver, "ana", real, what="checked_config(saver, thread_id, checkpoint_id)")
+    except (Fail, NotAttempted):
+        raise
+    except Exception as exc:
+        raise Fail(f"for a real checkpoint of thread 'ana' you raised {type(exc).__name__}: {exc}; "
+                   "a stored checkpoint must give back its config") from None
+    expect_type(got, dict, "the invoke config")
+    inner = got.get("configurable")
+    if not isinstance(inner, dict) or inner.get("thread_id") != "ana" or inner.get("checkpoint_id") != real:
+        raise Fail("return {'configurable': {'thread_id': thread_id, 'checkpoint_id': checkpoint_id}} "
+                   "for a checkpoint the saver stores")
+    _refused(checked_config, saver, "ana", invented, "an invented (well-formed uuid6) ID",
+             "a well-formed ID can still be invented: ask the saver with saver.get_tuple(config)")
+    _refused(checked_config, saver, "ana", foreign, "an ID that belongs to thread 'bo'",
+             "that ID exists, but in another thread: look it up with this thread_id in the config, "
+             "not across all threads")
+    return "real IDs pass; invented and foreign IDs are refused with LookupError"
