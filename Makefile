@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 PY := $(VENV)/bin/python
 PORT ?= 8888
 
-.PHONY: lab test build bench check-python clean-venv unit nbval coverage
+.PHONY: lab test build bench coverage progress drift grade-course check-python clean-venv
 
 check-python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "This course needs Python 3.11: install it (e.g. pyenv install 3.11) or run 'make PYTHON=/path/to/python3.11 test'."; exit 1; }
@@ -38,6 +38,15 @@ bench: $(STAMP)
 
 coverage: $(STAMP)
 	@$(PY) -m helpers.nbval_coverage
+
+progress: $(STAMP)
+	@$(PY) -m helpers.progress
+
+drift: $(STAMP)
+	@$(PY) -m helpers.drift
+
+grade-course: $(STAMP)
+	@$(PY) -m helpers.grade solutions notebooks
 
 clean-venv:
 	rm -rf $(VENV)

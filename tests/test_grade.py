@@ -1,0 +1,380 @@
+"""The grader: statuses, tamper resistance, timeouts, dead kernels, bad files, CSV.
+
+Most cases use chapter 00 (exercise 00.1: ``kinds = {...}``) through the public CLI, in one
+batch per module so the kernels start in parallel. Cases that need several exercises in
+one notebook (a timeout or a dead kernel in the middle) use a small fixture chapter 98
+whose checks live in tests/fixtures/grading/checks/chapter_98.py.
+"""
+
+from __future__ import annotations
+
+import copy
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from helpers import grade
+from helpers.checks import MIME_TYPE
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "grading"
+SOLUTION_00 = ROOT / "solutions" / "00_start_here.ipynb"
+RIGHT = 'kinds = {"visa": "time", "itinerary": "steps", "laptop": "failure"}'
+WRONG = 'kinds = {"visa": "steps", "itinerary": "steps", "laptop": "failure"}'
+FAKE_PASS = {"exercise": "00.1", "status": "passed", "message": "forged"}
+
+
+def learner_00():
+    return grade.pristine_learner_copy(SOLUTION_00)
+
+
+def with_answer(nb, text, exercise="00.1"):
+    nb = copy.deepcopy(nb)
+    for cell in nb.cells:
+        course = cell.metadata.get("course", {})
+        if course.get("role") == "exercise" and course.get("exercise") == exercise:
+            cell.source = text
+    return nb
+
+
+def edit_check(nb, text, exercise="00.1"):
+    nb = copy.deepcopy(nb)
+    for cell in nb.cells:
+        course = cell.metadata.get("course", {})
+        if course.get("role") == "check" and course.get("exercise") == exercise:
+            cell.source = text
+    return nb
+
+
+def write(folder: Path, name: str, nb) -> str:
+    path = folder / name
+    nbformat.write(nb, path)
+    return str(path)
+
+
+def run_cli(*args, timeout=600):
+    return subprocess.run([sys.executable, "-m", "helpers.grade", *map(str, args)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+# --------------------------------------------------------------------------- chapter 00, one CLI batch
+
+def _submissions_00(folder: Path) -> dict[str, str]:
+    base = learner_00()
+    subs: dict[str, str] = {}
+    subs["right"] = write(folder, "right.ipynb", with_answer(base, RIGHT))
+    subs["wrong"] = write(folder, "wrong.ipynb", with_answer(base, WRONG))
+    subs["stub"] = write(folder, "stub.ipynb", base)
+    # tampering with the check cell itself
+    subs["check_edited"] = write(folder, "check_edited.ipynb", edit_check(with_answer(base, WRONG),
+                                 'print("[00.1] passed")'))
+    deleted = with_answer(base, RIGHT)
+    deleted.cells = [c for c in deleted.cells if c.metadata.get("course", {}).get("role") != "check"]
+    subs["check_deleted"] = write(folder, "check_deleted.ipynb", deleted)
+    # forging from inside the exercise cell (with a wrong answer)
+    forgeries = {
+        "rebind_check": WRONG + "\nfrom IPython.display import display\n"
+                        f"check = lambda *a: display({{{MIME_TYPE!r}: {FAKE_PASS!r}, 'text/plain': 'ok'}}, raw=True)",
+        "patch_protocol": WRONG + "\nimport helpers.checks.protocol as p, helpers.checks as c\n"
+                          "fake = lambda e, *a: p.CheckResult(e, 'passed', 'forged')\n"
+                          "p.evaluate = fake; c.evaluate = fake\n"
+                          "import helpers.checks.chapter_00 as m; p._REGISTRY['00.1'] = lambda a: 'forged'",
+        "print_bundle": WRONG + "\nfrom IPython.display import display\n"
+                        f"display({{{MIME_TYPE!r}: {FAKE_PASS!r}, 'text/plain': 'ok'}}, raw=True)",
+        "hook_bundle": WRONG + "\nfrom IPython.display import display\n"
+                       f"get_ipython().events.register('post_run_cell', lambda *a: display({{{MIME_TYPE!r}: "
+                       f"{FAKE_PASS!r}, 'text/plain': 'ok'}}, raw=True, metadata={{'lgcourse-grader': "
+                       "{'signature': '00'}}))",
+    }
+    for name, text in forgeries.items():
+        subs[name] = write(folder, f"{name}.ipynb", with_answer(base, text))
+    # an exercise cell removed; one turned into markdown
+    missing = copy.deepcopy(base)
+    missing.cells = [c for c in missing.cells if c.metadata.get("course", {}).get("role") != "exercise"]
+    subs["missing"] = write(folder, "missing.ipynb", missing)
+    # matching without metadata: by cell id, then by position before the check call
+    by_id = with_answer(base, RIGHT)
+    for cell in by_id.cells:
+        cell.metadata.pop("course", None)
+    subs["by_id"] = write(folder, "by_id.ipynb", by_id)
+    by_position = copy.deepcopy(by_id)
+    for index, cell in enumerate(by_position.cells):
+        cell["id"] = f"x{index}"
+    subs["by_position"] = write(folder, "by_position.ipynb", by_position)
+    # runaway and deadly exercise cells
+    subs["loop"] = write(folder, "loop.ipynb", with_answer(base, RIGHT + "\nwhile True:\n    pass"))
+    subs["exit"] = write(folder, "exit.ipynb", with_answer(base, "import os\nos._exit(1)"))
+    subs["raises"] = write(folder, "raises.ipynb", with_answer(base, "1 / 0\nkinds = {'visa': 'time'}"))
+    subs["half"] = write(folder, "half.ipynb", with_answer(base, "kinds = {'visa': 'time'}\n1 / 0"))
+    subs["huge"] = write(folder, "huge.ipynb", with_answer(base, RIGHT + "\nfor _ in range(2000):\n"
+                                                                  "    print('x' * 10_000)"))
+    # file names and files that are not notebooks
+    subs["unicode"] = write(folder, "Élève ü 00 copy.ipynb", with_answer(base, RIGHT))
+    no_meta = with_answer(base, RIGHT)
+    no_meta.metadata.pop("course")
+    subs["name_only"] = write(folder, "ñandú 00_start here.ipynb", no_meta)
+    (folder / "00_not_json.ipynb").write_text("this is not JSON {", encoding="utf-8")
+    subs["not_json"] = str(folder / "00_not_json.ipynb")
+    (folder / "list.ipynb").write_text(json.dumps({"hello": [1, 2]}), encoding="utf-8")
+    subs["not_notebook"] = str(folder / "list.ipynb")
+    unknown = copy.deepcopy(base)
+    unknown.metadata["course"] = {"chapter": "77", "slug": "77_nothing"}
+    subs["unknown"] = write(folder, "mystery.ipynb", unknown)
+    subs["absent"] = str(folder / "does_not_exist.ipynb")
+    return subs
+
+
+@pytest.fixture(scope="module")
+def batch00(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("subs 00 ü")
+    subs = _submissions_00(folder)
+    out_csv = folder / "grades.csv"
+    proc = run_cli(*subs.values(), "--csv", out_csv, "--timeout", 5, "--jobs", 2)
+    with open(out_csv, encoding="utf-8", newline="") as handle:
+        reader = csv.DictReader(handle)
+        fieldnames = reader.fieldnames
+        rows = list(reader)
+    by_file = {}
+    for row in rows:
+        by_file.setdefault(row["submission"], []).append(row)
+    named = {name: by_file.get(path, []) for name, path in subs.items()}
+    return {"proc": proc, "rows": rows, "fieldnames": fieldnames, "named": named, "subs": subs}
+
+
+def one(batch, name):
+    rows = batch["named"][name]
+    assert len(rows) == 1, rows
+    return rows[0]
+
+
+def test_cli_exit_code_and_csv_columns(batch00):
+    assert batch00["proc"].returncode == 0, batch00["proc"].stderr
+    assert batch00["fieldnames"] == ["submission", "chapter", "exercise", "status", "message"]
+    assert {r["status"] for r in batch00["rows"]} <= set(grade.STATUSES)
+    # one row per exercise, every file reported, in the order given
+    assert [r["submission"] for r in batch00["rows"]] == list(batch00["subs"].values())
+
+
+def test_table_and_score_printed_in_order(batch00):
+    out = batch00["proc"].stdout
+    positions = [out.index(f"== {path}") for path in batch00["subs"].values()]
+    assert positions == sorted(positions)
+    assert "score: 1/1 passed" in out and "score: 0/1 passed" in out
+    assert "exercise" in out and "status" in out and "message" in out
+
+
+@pytest.mark.parametrize("name,status", [("right", "passed"), ("wrong", "failed"), ("stub", "not-attempted")])
+def test_basic_statuses(batch00, name, status):
+    row = one(batch00, name)
+    assert (row["chapter"], row["exercise"], row["status"]) == ("00", "00.1", status)
+
+
+def test_wrong_answer_carries_the_hint(batch00):
+    assert "long time span" in one(batch00, "wrong")["message"]
+
+
+@pytest.mark.parametrize("name,status", [("check_edited", "failed"), ("check_deleted", "passed")])
+def test_tampered_check_cells_are_restored(batch00, name, status):
+    assert one(batch00, name)["status"] == status
+
+
+@pytest.mark.parametrize("name", ["rebind_check", "patch_protocol", "print_bundle", "hook_bundle"])
+def test_forgery_from_the_exercise_cell_is_ignored(batch00, name):
+    row = one(batch00, name)
+    assert row["status"] == "failed", row
+    assert "long time span" in row["message"]
+
+
+def test_missing_exercise_cell_is_not_attempted(batch00):
+    row = one(batch00, "missing")
+    assert row["status"] == "not-attempted"
+    assert row["message"] == "exercise cell missing from the submission"
+
+
+@pytest.mark.parametrize("name", ["by_id", "by_position", "unicode", "name_only"])
+def test_exercise_found_without_metadata_and_odd_names(batch00, name):
+    row = one(batch00, name)
+    assert (row["chapter"], row["status"]) == ("00", "passed"), row
+
+
+def test_infinite_loop_times_out(batch00):
+    row = one(batch00, "loop")
+    assert row["status"] == "timeout" and "5 s" in row["message"]
+
+
+def test_kernel_death_is_an_error(batch00):
+    row = one(batch00, "exit")
+    assert row["status"] == "error" and "kernel died" in row["message"]
+
+
+def test_exercise_that_raises_is_an_error(batch00):
+    row = one(batch00, "raises")
+    assert row["status"] == "error" and "ZeroDivisionError" in row["message"]
+
+
+def test_check_still_reads_what_an_erroring_cell_defined(batch00):
+    row = one(batch00, "half")
+    assert row["status"] == "failed" and "missing scenario" in row["message"]
+    assert "also raised ZeroDivisionError" in row["message"]
+
+
+def test_huge_output_is_capped_and_still_graded(batch00):
+    assert one(batch00, "huge")["status"] == "passed"
+
+
+@pytest.mark.parametrize("name,text", [("not_json", "not JSON"), ("not_notebook", "not a notebook"),
+                                       ("unknown", "unknown chapter"), ("absent", "file not found")])
+def test_bad_files_are_invalid_rows(batch00, name, text):
+    row = one(batch00, name)
+    assert row["status"] == "invalid" and text in row["message"], row
+
+
+def test_invalid_file_with_a_chapter_name_gets_a_row_per_exercise(batch00):
+    assert one(batch00, "not_json")["exercise"] == "00.1"
+    assert one(batch00, "unknown")["exercise"] == ""
+
+
+def test_submission_file_is_never_modified(tmp_path):
+    path = write(tmp_path, "00_sub.ipynb", with_answer(learner_00(), RIGHT))
+    before = Path(path).read_bytes()
+    graded = grade.grade_file(path, timeout=30)
+    assert [r.status for r in graded.rows] == ["passed"]
+    assert Path(path).read_bytes() == before
+
+
+def test_usage_errors_exit_2(tmp_path):
+    assert run_cli().returncode == 2
+    assert run_cli(SOLUTION_00, "--timeout", "0").returncode == 2
+    assert run_cli(SOLUTION_00, "--csv", tmp_path / "no" / "such" / "dir.csv").returncode == 2
+
+
+# --------------------------------------------------------------------------- every chapter
+
+# Grading every chapter costs as much as nbval itself; `make grade-course` does that. Here a
+# sample with every kind of exercise (dict answers, functions, graph nodes, a concurrent SQL
+# function) proves the pristine-restore and signing path on real chapters.
+GRADED_IN_TEST_RUN = ("00", "01", "05", "10")
+
+
+def test_solutions_pass_and_learner_copies_are_not_attempted(tmp_path):
+    out_csv = tmp_path / "all.csv"
+    paths = [p for folder in ("solutions", "notebooks") for p in sorted((ROOT / folder).glob("[0-9][0-9]_*.ipynb"))
+             if p.name[:2] in GRADED_IN_TEST_RUN]
+    assert len(paths) == 2 * len(GRADED_IN_TEST_RUN)
+    proc = run_cli(*paths, "--csv", out_csv, "--jobs", 2, timeout=1800)
+    assert proc.returncode == 0, proc.stderr
+    with open(out_csv, encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    solution_rows = [r for r in rows if "/solutions/" in r["submission"]]
+    learner_rows = [r for r in rows if "/notebooks/" in r["submission"]]
+    assert solution_rows and learner_rows
+    assert [r for r in solution_rows if r["status"] != "passed"] == []
+    assert [r for r in learner_rows if r["status"] != "not-attempted"] == []
+    for path in paths[: len(GRADED_IN_TEST_RUN)]:
+        expected = grade.exercise_ids(nbformat.read(path, as_version=4))
+        assert [r["exercise"] for r in solution_rows if Path(r["submission"]).name == path.name] == expected
+
+
+# --------------------------------------------------------------------------- fixture chapter 98
+
+def chapter_98_solution():
+    cells = [
+        nbformat.v4.new_markdown_cell("# 98 · Fixture\n\n**Time:** 5 minutes."),
+        nbformat.v4.new_code_cell("from helpers.checks import check"),
+        nbformat.v4.new_code_cell("### BEGIN SOLUTION\nanswer = 42\n### END SOLUTION"),
+        nbformat.v4.new_code_cell('check("98.1", answer)'),
+        nbformat.v4.new_code_cell("### BEGIN SOLUTION\ndef double(x):\n    return 2 * x\n### END SOLUTION"),
+        nbformat.v4.new_code_cell('check("98.2", double)'),
+        nbformat.v4.new_code_cell("### BEGIN SOLUTION\nword = 'ok'\n### END SOLUTION"),
+        nbformat.v4.new_code_cell('check("98.3", word)'),
+    ]
+    return nbformat.v4.new_notebook(cells=cells)
+
+
+@pytest.fixture(scope="module")
+def chapter98(tmp_path_factory):
+    solutions = tmp_path_factory.mktemp("solutions98")
+    nbformat.write(chapter_98_solution(), solutions / "98_fixture.ipynb")
+    return solutions
+
+
+def grade98(solutions, folder, answers: dict[str, dict[str, str]], timeout=4):
+    learner = grade.pristine_learner_copy(solutions / "98_fixture.ipynb")
+    paths = []
+    for name, by_exercise in answers.items():
+        nb = learner
+        for exercise, text in by_exercise.items():
+            nb = with_answer(nb, text, exercise)
+        paths.append(write(folder, name, nb))
+    results = grade.grade_paths(paths, timeout=timeout, jobs=2, solutions=str(solutions),
+                                checks_dirs=[str(FIXTURES / "checks")])
+    return {Path(g.submission).name: {r.exercise: (r.status, r.message) for r in g.rows} for g in results}
+
+
+def test_chapter98_loop_death_and_recovery(chapter98, tmp_path):
+    good = {"98.1": "answer = 42", "98.2": "def double(x):\n    return x * 2", "98.3": "word = 'ok'"}
+    results = grade98(chapter98, tmp_path, {
+        "98_all_good.ipynb": good,
+        "98_loop.ipynb": {**good, "98.2": "def double(x):\n    return 2 * x\nwhile True:\n    pass"},
+        # ignores the interrupt: the grader restarts the kernel and replays earlier cells
+        "98_stubborn.ipynb": {**good, "98.2": "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+                                              "while True:\n    time.sleep(0.1)"},
+        "98_check_loops.ipynb": {**good, "98.2": "def double(x):\n    while True:\n        pass"},
+        "98_exit.ipynb": {**good, "98.2": "import os\nos._exit(3)"},
+        "98_wrong.ipynb": {"98.1": "answer = 41", "98.3": "word = 'no'"},
+    })
+    assert {e: s for e, (s, _) in results["98_all_good.ipynb"].items()} == {"98.1": "passed", "98.2": "passed", "98.3": "passed"}
+    for name in ("98_loop.ipynb", "98_stubborn.ipynb", "98_check_loops.ipynb"):
+        statuses = {e: s for e, (s, _) in results[name].items()}
+        assert statuses == {"98.1": "passed", "98.2": "timeout", "98.3": "passed"}, (name, results[name])
+    assert "checking the answer" in results["98_check_loops.ipynb"]["98.2"][1]
+    died = results["98_exit.ipynb"]
+    assert died["98.1"][0] == "passed"
+    assert died["98.2"][0] == "error" and "kernel died" in died["98.2"][1]
+    assert died["98.3"][0] == "error" and "not graded" in died["98.3"][1]
+    wrong = results["98_wrong.ipynb"]
+    assert wrong["98.1"] == ("failed", "41 is not it; hint: six times seven")
+    assert wrong["98.2"][0] == "not-attempted"
+    assert wrong["98.3"] == ("failed", "hint: the word is 'ok'")
+
+
+def test_signed_result_rejects_forgeries():
+    key = "k" * 64
+    good = {"exercise": "01.1", "status": "passed", "message": "fine"}
+
+    def out(payload, sig):
+        return {"output_type": "display_data", "data": {MIME_TYPE: payload},
+                "metadata": {grade.SIGNATURE_KEY: {"signature": sig}}}
+
+    signature = grade.sign(key, "01.1", "passed", "fine")
+    assert grade.signed_result([out(good, signature)], key, "01.1") == good
+    assert grade.signed_result([out(good, grade.sign("other", "01.1", "passed", "fine"))], key, "01.1") is None
+    assert grade.signed_result([out({**good, "message": "changed"}, signature)], key, "01.1") is None
+    assert grade.signed_result([out(good, signature)], key, "01.2") is None
+    assert grade.signed_result([{"output_type": "stream", "text": "[01.1] passed"}], key, "01.1") is None
+
+
+def test_identify_chapter_prefers_metadata_then_file_name(tmp_path):
+    solutions = ROOT / "solutions"
+    nb = learner_00()
+    assert grade.identify_chapter(nb, "whatever.ipynb", solutions).name == "00_start_here.ipynb"
+    nb.metadata["course"] = {"slug": "../../etc/passwd", "chapter": "00"}
+    assert grade.identify_chapter(nb, "x.ipynb", solutions).name == "00_start_here.ipynb"
+    assert grade.identify_chapter(None, "student42_00_start_here-Copy1.ipynb", solutions).name == "00_start_here.ipynb"
+    assert grade.identify_chapter(None, "notes.ipynb", solutions) is None
+
+
+def test_check_modules_import_the_protocol_relatively():
+    """The grader loads a fresh copy of helpers/checks under a private package name: a
+    chapter module must reach the protocol as ``from .protocol import ...`` (an absolute
+    ``helpers.checks.protocol`` import would hand it the kernel's copy, which a learner's
+    cell may have patched, and its ``Fail`` would not be the fresh one)."""
+    for path in sorted((ROOT / "helpers" / "checks").glob("chapter_*.py")):
+        text = path.read_text(encoding="utf-8")
+        assert "from .protocol import" in text, path.name
+        assert "helpers.checks" not in text, f"{path.name}: import the protocol relatively"
