@@ -1,0 +1,70 @@
+"""A graph for the Agent Server appendix (chapter 12) that stays busy until released.
+
+To show what a second run on a busy thread does (the server's *multitask strategies*),
+the first run must still be running when the second one arrives, every time. A timed
+sleep would make that a race. :func:`wait_at_gate` instead waits until a *gate file*
+appears in a directory the notebook owns: the notebook starts the first run, sees it
+``running`` through the SDK, sends the second run, and only then opens the gate with
+:func:`open_gate`. The order is decided by the notebook, not by a clock.
+
+The node is ``async`` on purpose: when the server cancels a run (the ``interrupt`` and
+``rollback`` strategies), it cancels the task, and an ``await`` is where a cancellation
+lands. A blocking ``time.sleep`` loop would keep running in its thread.
+
+Served with :func:`helpers.servers.agent_server` as ``{"gated": GATED_GRAPH_SPEC}``
+(compiled without a checkpointer: the server brings its own persistence).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import operator
+import time
+from pathlib import Path
+from typing import Annotated, Any, TypedDict
+
+from langgraph.graph import END, START, StateGraph
+
+GATE_FILE = "open"
+POLL_SECONDS = 0.01  # how often the waiting node looks for the gate file
+MAX_WAIT_SECONDS = 60.0  # a gate nobody opens must not block a server worker forever
+GATED_GRAPH_SPEC = "helpers.appendix_graphs:gated_graph"
+
+
+class GatedState(TypedDict, total=False):
+    """``gate``: the directory to watch; ``label``: names the run; ``done``: one line per finished run."""
+
+    gate: str
+    label: str
+    done: Annotated[list[str], operator.add]
+
+
+def open_gate(gate: str | Path) -> None:
+    """Let every run waiting on ``gate`` (a directory) finish."""
+    (Path(gate) / GATE_FILE).touch()
+
+
+def gate_is_open(gate: str | Path) -> bool:
+    return (Path(gate) / GATE_FILE).exists()
+
+
+async def wait_at_gate(state: GatedState) -> dict[str, Any]:
+    """Wait until the gate is open (at most MAX_WAIT_SECONDS), then record this run."""
+    deadline = time.monotonic() + MAX_WAIT_SECONDS
+    while not gate_is_open(state["gate"]):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"nobody opened the gate within {MAX_WAIT_SECONDS:g} s")
+        await asyncio.sleep(POLL_SECONDS)
+    return {"done": [f"{state.get('label', 'run')} finished"]}
+
+
+def build_gated_graph(checkpointer: Any = None) -> Any:
+    """START -> wait_at_gate -> END."""
+    builder = StateGraph(GatedState)
+    builder.add_node("wait_at_gate", wait_at_gate)
+    builder.add_edge(START, "wait_at_gate")
+    builder.add_edge("wait_at_gate", END)
+    return builder.compile(checkpointer=checkpointer)
+
+
+gated_graph = build_gated_graph()

@@ -1,0 +1,181 @@
+"""Checks for chapter 11 (production backends). None of them needs a database server:
+PostgresSaver and InMemorySaver share the saver interface and the runtime's semantics."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+from ..serializer_safety import Cabin, FareQuote, SeatHold, watch_serde
+from ..state_growth import build_trimming_chat_graph
+from ..travel_graphs import build_chat_graph, say
+from .protocol import Fail, call_answer, exercise, expect_type
+
+try:  # a private module: fall back to the part of the safe list this check needs
+    from langgraph.checkpoint.serde._msgpack import SAFE_MSGPACK_TYPES
+except ImportError:  # pragma: no cover
+    SAFE_MSGPACK_TYPES = frozenset({("datetime", "datetime"), ("datetime", "date"), ("uuid", "UUID")})
+
+# -- 11.1 ------------------------------------------------------------------------------
+
+# (thread, [(text, metadata for that turn)]), oldest turn first.
+RETENTION_THREADS = [
+    ("t-old", [("Window seat, please.", {"status": "finished", "finished_day": 10})]),
+    ("t-recent", [("Aisle seat, please.", {"status": "finished", "finished_day": 85})]),
+    ("t-open", [("Any meals?", {})]),
+    ("t-reopened", [("Middle seat, please.", {"status": "finished", "finished_day": 5}),
+                    ("I'm back: can I change my seat?", {})]),
+    ("t-refinished", [("Window seat.", {"status": "finished", "finished_day": 20}),
+                      ("One more question?", {}),
+                      ("Thanks, done.", {"status": "finished", "finished_day": 90})]),
+    ("t-edge", [("Aisle, please.", {"status": "finished", "finished_day": 70})]),
+]
+RETENTION_CASES = [  # (today, keep_days) -> expected
+    ((100, 30), ["t-edge", "t-old"]),
+    ((200, 30), ["t-edge", "t-old", "t-recent", "t-refinished"]),
+    ((100, 95), []),
+]
+
+
+def _retention_saver() -> InMemorySaver:
+    saver = InMemorySaver()
+    graph = build_chat_graph(saver)
+    for thread_id, turns in RETENTION_THREADS:
+        for text, meta in turns:
+            say(graph, thread_id, text, **meta)
+    return saver
+
+
+def _thread_count(saver: InMemorySaver) -> int:
+    return len({c.config["configurable"]["thread_id"] for c in saver.list(None)})
+
+
+@exercise("11.1")
+def retention_rule(threads_to_delete: Any) -> str:
+    for (today, keep_days), expected in RETENTION_CASES:
+        saver = _retention_saver()
+        before = _thread_count(saver)
+        got = call_answer(threads_to_delete, saver, today, keep_days, what="threads_to_delete(saver, today, keep_days)")
+        if _thread_count(saver) != before:
+            raise Fail("your function deleted threads itself: only return their ids, and let the caller delete "
+                       "(a retention job should be able to print what it would delete first)")
+        if isinstance(got, (str, bytes)) or not isinstance(got, (list, tuple, set, frozenset)):
+            raise Fail(f"return a list of thread ids, got {type(got).__name__} {got!r:.50}")
+        got = sorted(map(str, got))
+        if got == expected:
+            continue
+        extra, missing = sorted(set(got) - set(expected)), sorted(set(expected) - set(got))
+        if "t-open" in extra:
+            raise Fail("t-open never finished: only threads whose metadata has status == 'finished' may go")
+        if "t-reopened" in extra:
+            raise Fail("t-reopened was finished on day 5 but its customer came back later: read the thread's latest "
+                       "checkpoint with saver.get_tuple({'configurable': {'thread_id': ...}}) and keep it unless "
+                       "that one says finished")
+        if "t-edge" in missing:
+            raise Fail(f"with today={today} and keep_days={keep_days}, t-edge finished exactly keep_days ago and must "
+                       "go: use today - finished_day >= keep_days")
+        if "t-recent" in extra:
+            raise Fail(f"with today={today} and keep_days={keep_days} you would delete {extra}, which finished less "
+                       "than keep_days ago")
+        if "t-refinished" in missing or "t-refinished" in extra:
+            raise Fail("t-refinished finished twice (day 20, and again on day 90): use the finished_day of its latest "
+                       "checkpoint, not of an older one")
+        if extra:
+            raise Fail(f"with today={today} and keep_days={keep_days} you would delete {extra}, which should stay")
+        raise Fail(f"with today={today} and keep_days={keep_days} these expired threads are missing: {missing}; "
+                   "collect candidates from saver.list(None, filter={'status': 'finished'})")
+    return "expired threads found, reopened and recent ones kept, nothing deleted behind the caller's back"
+
+
+# -- 11.2 ------------------------------------------------------------------------------
+
+NEEDED = {(t.__module__, t.__name__) for t in (FareQuote, Cabin, SeatHold)}
+SAMPLE_STATE = {"quote": FareQuote("PEK-SFO", 540, Cabin.BUSINESS), "holds": [SeatHold("12A"), SeatHold("12B")],
+                "departure": dt.datetime(2026, 5, 1, 9, 30)}
+
+
+def _entry_key(entry: Any) -> tuple[str, ...]:
+    if isinstance(entry, type):
+        return (entry.__module__, entry.__name__)
+    if isinstance(entry, tuple) and all(isinstance(part, str) for part in entry):
+        return entry
+    if isinstance(entry, str):
+        raise Fail(f"the entry {entry!r} is a plain string: write a class, or a tuple like "
+                   "('helpers.serializer_safety', 'FareQuote'); a whole module cannot be allowed")
+    raise Fail(f"each entry must be a class or a ('module', 'Name') tuple, got {type(entry).__name__} {entry!r:.40}")
+
+
+@exercise("11.2")
+def choose_allowlist(allowed: Any) -> str:
+    if allowed is True:
+        raise Fail("True allows every type (with a warning): that is the permissive default you are replacing; "
+                   "list the types instead")
+    if allowed is None:
+        raise Fail("None means strict: only the built-in safe list; your own types would be blocked")
+    expect_type(allowed, (list, tuple, set, frozenset), "a list of classes or ('module', 'Name') tuples")
+    keys = {_entry_key(entry) for entry in allowed}
+    safe = sorted(".".join(k) for k in keys if k in SAFE_MSGPACK_TYPES)
+    if safe:
+        raise Fail(f"{', '.join(safe)} is already on langgraph's built-in safe list: leave it out (smallest list)")
+    with watch_serde() as watch:
+        serde = JsonPlusSerializer(allowed_msgpack_modules=list(allowed))
+        loaded = serde.loads_typed(serde.dumps_typed(SAMPLE_STATE))
+    blocked = watch.types("msgpack_blocked")
+    if blocked:
+        nested = " (it sits inside FareQuote: nested types must be listed too)" if any("Cabin" in b for b in blocked) else ""
+        raise Fail(f"still blocked: {', '.join(blocked)}{nested}")
+    if loaded != SAMPLE_STATE:
+        raise Fail("the state did not load back as itself; list exactly the classes it holds")
+    extra = sorted(".".join(k) for k in keys - NEEDED)
+    if extra:
+        raise Fail(f"{', '.join(extra)} is not in this state: an allowlist should name only what you store")
+    return "FareQuote, Cabin and SeatHold allowed; datetime was already safe; nothing else may be rebuilt"
+
+
+# -- 11.3 ------------------------------------------------------------------------------
+
+PREDICTION_KEYS = ("checkpoints after 5 turns", "messages after 5 turns", "checkpoints at the end", "messages at the end")
+
+
+def _trimming_truth() -> dict[str, int]:
+    saver = InMemorySaver()
+    graph = build_trimming_chat_graph(saver, keep=4)
+    config = {"configurable": {"thread_id": "check-11-3"}}
+
+    def measure() -> tuple[int, int]:
+        return len(list(graph.get_state_history(config))), len(graph.get_state(config).values["messages"])
+
+    for n in range(5):
+        say(graph, "check-11-3", f"Message {n + 1}: window seat, please.")
+    after_5 = measure()
+    saver.delete_thread("check-11-3")
+    say(graph, "check-11-3", "Hello again.")
+    at_end = measure()
+    return dict(zip(PREDICTION_KEYS, (*after_5, *at_end)))
+
+
+@exercise("11.3")
+def predict_trimming(prediction: Any) -> str:
+    expect_type(prediction, dict, "the four predicted numbers")
+    missing = [k for k in PREDICTION_KEYS if k not in prediction]
+    if missing:
+        raise Fail(f"missing key(s) {missing}; answer with a dict of the four keys in the exercise cell")
+    for key in PREDICTION_KEYS:
+        expect_type(prediction[key], int, key)
+    truth = _trimming_truth()
+    if prediction["messages after 5 turns"] != truth["messages after 5 turns"]:
+        raise Fail(f"messages after 5 turns = {prediction['messages after 5 turns']}? keep=4: the node keeps the "
+                   "newest 3 and adds its reply, so the state never holds more than 4")
+    if prediction["checkpoints after 5 turns"] != truth["checkpoints after 5 turns"]:
+        raise Fail(f"checkpoints after 5 turns = {prediction['checkpoints after 5 turns']}? Trimming changes what the "
+                   "state holds, not how many checkpoints a turn writes: input, reply step, end (3 per turn)")
+    if prediction["checkpoints at the end"] != truth["checkpoints at the end"]:
+        raise Fail(f"checkpoints at the end = {prediction['checkpoints at the end']}? delete_thread removed the whole "
+                   "history; only the one new turn is left")
+    if prediction["messages at the end"] != truth["messages at the end"]:
+        raise Fail(f"messages at the end = {prediction['messages at the end']}? After delete_thread the thread starts "
+                   "empty: one question and one reply")
+    return "15 checkpoints and 4 messages, then 3 and 2: trimming bounds the state, deleting bounds the history"

@@ -1,0 +1,59 @@
+"""The gated graph waits for its gate file, and only for it (helpers.appendix_graphs)."""
+
+import asyncio
+
+import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+
+from helpers import appendix_graphs
+from helpers.appendix_graphs import build_gated_graph, gate_is_open, open_gate
+
+
+def test_open_gate_creates_the_file(tmp_path):
+    assert not gate_is_open(tmp_path)
+    open_gate(tmp_path)
+    assert gate_is_open(tmp_path)
+
+
+def test_an_open_gate_lets_the_run_finish_and_record_its_label(tmp_path):
+    open_gate(tmp_path)
+    graph = build_gated_graph(InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+    out = asyncio.run(graph.ainvoke({"gate": str(tmp_path), "label": "first"}, config))
+    assert out["done"] == ["first finished"]
+    out = asyncio.run(graph.ainvoke({"gate": str(tmp_path), "label": "second"}, config))
+    assert out["done"] == ["first finished", "second finished"]  # the reducer appends
+
+
+def test_the_run_waits_until_the_gate_opens(tmp_path):
+    async def scenario():
+        graph = build_gated_graph()
+        task = asyncio.create_task(graph.ainvoke({"gate": str(tmp_path), "label": "x"}))
+        for _ in range(5):
+            await asyncio.sleep(appendix_graphs.POLL_SECONDS)
+        assert not task.done()  # still waiting: no gate yet
+        open_gate(tmp_path)
+        return await asyncio.wait_for(task, timeout=10)
+
+    assert asyncio.run(scenario())["done"] == ["x finished"]
+
+
+def test_a_waiting_run_can_be_cancelled(tmp_path):
+    async def scenario():
+        task = asyncio.create_task(build_gated_graph().ainvoke({"gate": str(tmp_path)}))
+        await asyncio.sleep(appendix_graphs.POLL_SECONDS * 3)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(scenario())
+
+
+def test_a_gate_nobody_opens_times_out(tmp_path, monkeypatch):
+    monkeypatch.setattr(appendix_graphs, "MAX_WAIT_SECONDS", 0.05)
+    with pytest.raises(TimeoutError, match="nobody opened the gate"):
+        asyncio.run(build_gated_graph().ainvoke({"gate": str(tmp_path)}))
+
+
+def test_the_served_graph_has_no_checkpointer():
+    assert appendix_graphs.gated_graph.checkpointer is None
