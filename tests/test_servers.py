@@ -23,7 +23,6 @@ import pytest
 from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.types import Command
 from langgraph_sdk import get_sync_client
-from langgraph_sdk.errors import ConflictError
 
 from helpers import servers
 from helpers.agent_graphs import GRAPHS, build_approval_graph
@@ -145,22 +144,19 @@ def test_sdk_runs_the_approval_graph_to_the_interrupt_and_resumes(api: RunningSe
     assert client.threads.get(thread_id)["status"] == "idle"
 
 
-def test_sdk_rejection_ends_the_run(api: RunningServer) -> None:
-    client = get_sync_client(url=api.url)
-    thread_id = client.threads.create()["thread_id"]
-    client.runs.wait(thread_id, "approval", input={"request": "delete everything"})
-    done = client.runs.wait(thread_id, "approval", command={"resume": False})
+def test_rejection_ends_the_approval_graph() -> None:
+    # The graph's reject path needs no server (the server path is chapter 12's and
+    # test_multitask's job); only the approve path above goes over HTTP.
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.types import Command
+
+    from helpers.agent_graphs import build_approval_graph
+
+    graph = build_approval_graph(InMemorySaver())
+    config = {"configurable": {"thread_id": "reject"}}
+    graph.invoke({"request": "delete everything"}, config)
+    done = graph.invoke(Command(resume=False), config)
     assert done == {"request": "delete everything", "approved": False, "result": None}
-
-
-def test_reject_strategy_refuses_a_second_run_on_a_busy_thread(api: RunningServer) -> None:
-    client = get_sync_client(url=api.url)
-    thread_id = client.threads.create()["thread_id"]
-    first = client.runs.create(thread_id, "slow", input={"seconds": 1.5})
-    with pytest.raises(ConflictError):
-        client.runs.create(thread_id, "slow", input={"seconds": 0}, multitask_strategy="reject")
-    client.runs.join(thread_id, first["run_id"])
-    assert client.threads.get_state(thread_id)["values"]["done"] == ["finished a 1.5 s run"]
 
 
 def test_agent_server_serves_a_graph_file_relative_to_cwd(tmp_path: Path) -> None:
