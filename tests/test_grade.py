@@ -247,10 +247,12 @@ def test_submission_file_is_never_modified(tmp_path):
     assert Path(path).read_bytes() == before
 
 
-def test_usage_errors_exit_2(tmp_path):
-    assert run_cli().returncode == 2
-    assert run_cli(SOLUTION_00, "--timeout", "0").returncode == 2
-    assert run_cli(SOLUTION_00, "--csv", tmp_path / "no" / "such" / "dir.csv").returncode == 2
+def test_usage_errors_exit_2(tmp_path, capsys):
+    assert run_cli().returncode == 2  # the real command line once; the rest in-process
+    for args in ([str(SOLUTION_00), "--timeout", "0"], [str(SOLUTION_00), "--csv", str(tmp_path / "no" / "dir.csv")]):
+        with pytest.raises(SystemExit) as exit_info:
+            grade.main(args)
+        assert exit_info.value.code == 2, args
 
 
 # --------------------------------------------------------------------------- every chapter
