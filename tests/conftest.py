@@ -33,3 +33,16 @@ def pytest_sessionfinish(session, exitstatus):
     if stray:
         print("\nLEFT BEHIND after the test run:\n  " + "\n  ".join(stray))
         session.exitstatus = 1
+
+
+# Longest scopes first: xdist's loadscope hands out modules and notebooks in collection
+# order, so a long module collected late would run alone at the end of the suite.
+SLOWEST_FIRST = ("tests/test_grade.py", "tests/test_servers.py", "12_agent_server.ipynb",
+                 "11_production_backends.ipynb", "tests/test_multitask.py")
+
+
+def pytest_collection_modifyitems(session, config, items):
+    def rank(item):
+        path = item.nodeid.split("::", 1)[0]
+        return next((i for i, slow in enumerate(SLOWEST_FIRST) if path.endswith(slow)), len(SLOWEST_FIRST))
+    items.sort(key=rank)  # stable: the order inside a module or notebook is kept
