@@ -33,9 +33,8 @@ import tempfile
 import textwrap
 import time
 import traceback
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, Iterable, Iterator, Sequence, TypedDict
+from typing import Annotated, Any, Iterable, Sequence, TypedDict
 
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver

@@ -3,9 +3,8 @@
 import itertools
 import time
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 
-import pytest
 import uuid6 as uuid6_package
 from hypothesis import given, strategies as st
 from langgraph.checkpoint.base.id import uuid6

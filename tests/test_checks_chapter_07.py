@@ -1,10 +1,8 @@
 """Wrong answers for chapter 07's exercises must fail with a hint (same shape as chapter 00)."""
 
-import pytest
 from langgraph.types import interrupt
 
-from helpers.approval_workflow import outbox, send_confirmation
-from helpers.checks import FAILED, NOT_ATTEMPTED, PASSED, evaluate
+from helpers.approval_workflow import send_confirmation
 
 QUESTION = {"question": "Book this fare?", "fare": 540}
 
@@ -76,27 +74,3 @@ WRONG_ANSWERS = {
         (("approve_and_confirm",), "expected a function"),
     ],
 }
-
-
-@pytest.mark.parametrize("exercise_id,args,hint", [(e, a, h) for e, cases in WRONG_ANSWERS.items() for a, h in cases])
-def test_wrong_answer_fails_with_hint(exercise_id, args, hint):
-    result = evaluate(exercise_id, *args)
-    assert result.status == FAILED, result
-    assert hint in result.message, result.message
-
-
-def test_reference_answers_pass_and_leave_the_outbox_empty():
-    assert evaluate("07.1", {"starts": 3, "receipts": 2}).status == PASSED
-    assert evaluate("07.2", lambda ps: {i.id: "yes" if i.value["amount"] <= i.value["limit"] else "no"
-                                        for i in ps}).status == PASSED
-    assert evaluate("07.3", _reference_node).status == PASSED
-    assert outbox.sent == []
-
-
-def test_stubs_are_not_attempted():
-    def stub(x):
-        return ...
-
-    for exercise_id in ("07.2", "07.3"):
-        assert evaluate(exercise_id, stub).status == NOT_ATTEMPTED, exercise_id
-    assert evaluate("07.1", ...).status == NOT_ATTEMPTED

@@ -2,7 +2,6 @@
 child processes, the environment self-check, the counting saver and the benchmark."""
 
 import os
-import sqlite3
 
 import nbformat
 import pytest

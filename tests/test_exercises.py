@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from conftest import NOTEBOOKS, SOLUTIONS, read
-from helpers.checks import MIME_TYPE, NOT_ATTEMPTED, PASSED
+from helpers.checks import FAILED, MIME_TYPE, NOT_ATTEMPTED, PASSED, evaluate
 from helpers.checks.protocol import find_checker
 
 TESTS = Path(__file__).resolve().parent
@@ -64,6 +64,18 @@ def test_checks_say_not_attempted_on_learner_copies(path):
     assert set(results) == set(exercises_of(path))
     for exercise, bundles in results.items():
         assert [b["status"] for b in bundles] == [NOT_ATTEMPTED], f"{exercise}: {bundles}"
+
+
+WRONG_CASES = [(e, args, hint) for e, cases in sorted(all_wrong_answers().items()) for args, hint in cases]
+
+
+@pytest.mark.parametrize("exercise_id,args,hint", WRONG_CASES,
+                         ids=[f"{e}-{i}" for i, (e, _, _) in enumerate(WRONG_CASES)])
+def test_wrong_answer_fails_with_hint(exercise_id, args, hint):
+    """Each chapter's WRONG_ANSWERS: a realistic mistake fails, and the hint says what to try."""
+    result = evaluate(exercise_id, *args)
+    assert result.status == FAILED, result
+    assert hint in result.message, result.message
 
 
 def test_every_exercise_has_wrong_answer_cases():
