@@ -1,6 +1,7 @@
 """Wrong answers for chapter 01's exercises must fail with a hint (shape: see chapter 00)."""
 
 
+from helpers.checks import NOT_ATTEMPTED, evaluate
 from langchain_core.messages import AIMessage
 
 from helpers.travel_graphs import stand_in_reply
@@ -22,3 +23,8 @@ WRONG_ANSWERS = {
              (({**SURVIVAL, "SqliteSaver on a file path": "yes"},), "expected a bool"),
              (({"InMemorySaver()": False},), "exactly these keys")],
 }
+
+
+def test_function_stubs_are_not_attempted():
+    assert evaluate("01.2", lambda c: ...).status == NOT_ATTEMPTED
+    assert evaluate("01.3", lambda s: ...).status == NOT_ATTEMPTED

@@ -3,6 +3,7 @@
 import sqlite3
 
 
+from helpers.checks import PASSED, evaluate
 
 
 # -- 02.2: learner walks -------------------------------------------------------------------
@@ -120,3 +121,35 @@ WRONG_ANSWERS = {
         ((count_distinct_steps,), "the count for"),
     ],
 }
+
+
+def test_right_answers_pass():
+    from helpers.checks.chapter_02 import third_turn_truth
+
+    assert third_turn_truth() == RIGHT_THIRD_TURN
+    assert evaluate("02.1", dict(RIGHT_THIRD_TURN)).status == PASSED
+
+    def walk(saver, config):
+        steps, current = [], saver.get_tuple(config)
+        while current is not None:
+            steps.append(current.metadata["step"])
+            current = saver.get_tuple(current.parent_config) if current.parent_config else None
+        return steps
+
+    def count(db_path):
+        con = sqlite3.connect(db_path)
+        try:
+            return dict(con.execute("SELECT thread_id, COUNT(*) FROM checkpoints GROUP BY thread_id"))
+        finally:
+            con.close()
+
+    assert evaluate("02.2", walk).status == PASSED
+    assert evaluate("02.3", count).status == PASSED
+
+
+def test_stub_functions_are_not_attempted():
+    def stub(*args):
+        return ...
+
+    assert evaluate("02.2", stub).status == "not-attempted"
+    assert evaluate("02.3", stub).status == "not-attempted"

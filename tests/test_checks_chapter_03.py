@@ -3,6 +3,7 @@
 import operator
 
 
+from helpers.checks import PASSED, evaluate
 
 
 def reducer_or(current, new):
@@ -71,3 +72,26 @@ WRONG_ANSWERS = {
         ((route_bool,), "expected a str"),
     ],
 }
+
+
+def test_right_answers_pass():
+    def keep_cheapest(current, new):
+        merged = dict(current)
+        for airline, price in new.items():
+            merged[airline] = min(price, merged.get(airline, price))
+        return merged
+
+    def route_booking(state):
+        return "request_approval" if state["fare"] > 500 and not state.get("approved") else "book"
+
+    assert evaluate("03.1", dict(RIGHT_STEPS)).status == PASSED
+    assert evaluate("03.1", {**RIGHT_STEPS, "__start__": 0}).status == PASSED
+    assert evaluate("03.2", keep_cheapest).status == PASSED
+    assert evaluate("03.3", route_booking).status == PASSED
+
+
+def test_truth_comes_from_a_real_run():
+    from helpers.checks.chapter_03 import steps_of_run
+
+    assert steps_of_run("BER-LIS") == RIGHT_STEPS
+    assert steps_of_run("BER-SYD") == {"lookup_seat": 1, "lookup_fare": 1, "quote": 2, "request_approval": 3}

@@ -3,7 +3,9 @@
 import uuid
 from datetime import datetime, timedelta, timezone
 
+import pytest
 
+from helpers.checks import NOT_ATTEMPTED, evaluate
 
 
 def step_unsigned(cid):
@@ -115,3 +117,27 @@ WRONG_ANSWERS = {
         (({"configurable": {}},), "expected a function"),
     ],
 }
+
+
+def stub(*args):
+    return ...
+
+
+@pytest.mark.parametrize("exercise_id", sorted(WRONG_ANSWERS))
+def test_stub_function_is_not_attempted(exercise_id):
+    assert evaluate(exercise_id, stub).status == NOT_ATTEMPTED
+
+
+def test_naive_utc_datetime_is_accepted():
+    def minted_naive(cid):
+        return datetime(1582, 10, 15) + timedelta(microseconds=_v6_count(cid) // 10)
+    assert evaluate("04.2", minted_naive).status == "passed"
+
+
+def test_guard_solution_and_keyerror_pass():
+    def guard(saver, thread_id, checkpoint_id):
+        config = _config(thread_id, checkpoint_id)
+        if saver.get_tuple(config) is None:
+            raise KeyError(checkpoint_id)
+        return config
+    assert evaluate("04.3", guard).status == "passed"

@@ -1,6 +1,8 @@
 """Wrong answers for chapter 05's exercises must fail with a hint (see test_checks_chapter_00)."""
 
+import pytest
 
+from helpers.checks import NOT_ATTEMPTED, PASSED, evaluate
 
 
 def path_split_colon(ns):
@@ -95,3 +97,16 @@ WRONG_ANSWERS = {
         ((resolve_bare_id,), "not the bare thread id"),
     ],
 }
+
+
+def stub(*args):
+    return ...
+
+
+@pytest.mark.parametrize("exercise_id", ["05.1", "05.3", "05.4"])
+def test_stub_function_is_not_attempted(exercise_id):
+    assert evaluate(exercise_id, stub).status == NOT_ATTEMPTED
+
+
+def test_string_keys_are_accepted_for_05_2():
+    assert evaluate("05.2", {"None": 7, "True": 3, "False": 1}).status == PASSED

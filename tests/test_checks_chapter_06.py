@@ -1,6 +1,7 @@
 """Wrong answers for chapter 06's exercises must fail with a hint (same shape as chapter 00)."""
 
 
+from helpers.checks import NOT_ATTEMPTED, PASSED, evaluate
 
 
 def _diagnose_type_of_error(snapshot):
@@ -60,3 +61,23 @@ WRONG_ANSWERS = {
         ((lambda info: info.run_id,), "retry of the same task"),
     ],
 }
+
+
+def test_reference_answers_pass():
+    def diagnose(snapshot):
+        return {"failed": {t.name: str(t.error).split("(", 1)[0] for t in snapshot.tasks if t.error is not None},
+                "saved": sorted(t.name for t in snapshot.tasks if t.result is not None)}
+
+    assert evaluate("06.1", {"lookup_seat": 1, "lookup_fare": 3, "lookup_bags": 1, "price_trip": 1}).status == PASSED
+    assert evaluate("06.2", diagnose).status == PASSED
+    # checkpoint_id is the same on a retry from the same checkpoint, so it may be part of the key
+    assert evaluate("06.3", lambda i: f"{i.thread_id}|{i.checkpoint_id}|{i.task_id}").status == PASSED
+
+
+def test_stubs_are_not_attempted():
+    def stub(x):
+        return ...
+
+    for exercise_id in ("06.2", "06.3"):
+        assert evaluate(exercise_id, stub).status == NOT_ATTEMPTED
+    assert evaluate("06.1", ...).status == NOT_ATTEMPTED

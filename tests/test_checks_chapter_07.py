@@ -2,7 +2,8 @@
 
 from langgraph.types import interrupt
 
-from helpers.approval_workflow import send_confirmation
+from helpers.approval_workflow import outbox, send_confirmation
+from helpers.checks import NOT_ATTEMPTED, PASSED, evaluate
 
 QUESTION = {"question": "Book this fare?", "fare": 540}
 
@@ -74,3 +75,20 @@ WRONG_ANSWERS = {
         (("approve_and_confirm",), "expected a function"),
     ],
 }
+
+
+def test_reference_answers_pass_and_leave_the_outbox_empty():
+    assert evaluate("07.1", {"starts": 3, "receipts": 2}).status == PASSED
+    assert evaluate("07.2", lambda ps: {i.id: "yes" if i.value["amount"] <= i.value["limit"] else "no"
+                                        for i in ps}).status == PASSED
+    assert evaluate("07.3", _reference_node).status == PASSED
+    assert outbox.sent == []
+
+
+def test_stubs_are_not_attempted():
+    def stub(x):
+        return ...
+
+    for exercise_id in ("07.2", "07.3"):
+        assert evaluate(exercise_id, stub).status == NOT_ATTEMPTED, exercise_id
+    assert evaluate("07.1", ...).status == NOT_ATTEMPTED

@@ -2,7 +2,9 @@
 
 import statistics
 
+import pytest
 
+from helpers.checks import NOT_ATTEMPTED, PASSED, evaluate
 
 
 def _mean_ratios(samples):
@@ -73,3 +75,33 @@ SOLUTIONS = {
                               for m, v in samples.items()},),
     "08.4": (["exit", "async"],),
 }
+
+
+@pytest.mark.parametrize("exercise_id", sorted(SOLUTIONS))
+def test_right_answers_pass(exercise_id):
+    result = evaluate(exercise_id, *SOLUTIONS[exercise_id])
+    assert result.status == PASSED, result
+
+
+def test_unrounded_ratios_and_tuples_are_accepted():
+    assert evaluate("08.1", (-1, 0, 1, 2, 3), ("d", "e")).status == PASSED
+    exact = lambda s: {m: statistics.median(v) / statistics.median(s["sync"]) for m, v in s.items()}  # noqa: E731
+    assert evaluate("08.3", exact).status == PASSED
+
+
+def test_stub_function_is_not_attempted():
+    def ratios_to_sync(samples):
+        return ...
+
+    assert evaluate("08.3", ratios_to_sync).status == NOT_ATTEMPTED
+    assert evaluate("08.2", ...).status == NOT_ATTEMPTED
+
+
+def test_the_learner_input_is_not_what_the_check_keeps():
+    def sorts_in_place(samples):
+        for values in samples.values():
+            values.sort()
+        return SOLUTIONS["08.3"][0](samples)
+
+    assert evaluate("08.3", sorts_in_place).status == PASSED
+    assert evaluate("08.3", sorts_in_place).status == PASSED

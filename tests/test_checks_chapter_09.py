@@ -1,6 +1,7 @@
 """Wrong answers for chapter 09's exercises must fail with a hint (same shape as chapter 00)."""
 
 
+from helpers.checks import NOT_ATTEMPTED, PASSED, evaluate
 from helpers.history_tree import history_tree
 
 RIGHT_PREDICTION = {"C9": ("fork", 4, "C4"), "C10": ("loop", 5, "C9"), "messages": 4, "reply_calls": 1}
@@ -114,3 +115,45 @@ WRONG_ANSWERS = {
         ((raises,), "raised KeyError"),
     ],
 }
+
+
+def test_right_prediction_passes_and_lists_are_fine():
+    assert evaluate("09.1", RIGHT_PREDICTION).status == PASSED
+    as_lists = {**RIGHT_PREDICTION, "C9": ["fork", 4, "C4"], "C10": ["loop", 5, "C9"]}
+    assert evaluate("09.1", as_lists).status == PASSED
+
+
+def test_reference_functions_pass():
+    def regenerate_from(graph, config):
+        return dict([n for n in history_tree(graph, config).branch() if n.next == ("reply",)][-1].config)
+
+    def entered_at(graph, config, is_bad):
+        entry = None
+        for node in history_tree(graph, config).branch():
+            entry = None if not is_bad(node.values) else (entry or node.label)
+        return entry
+
+    assert evaluate("09.2", regenerate_from).status == PASSED
+    assert evaluate("09.3", entered_at).status == PASSED
+
+
+def test_a_replay_from_the_original_checkpoint_also_counts_as_regenerating():
+    # after one regeneration, both C4 (original) and C6 (its fork copy) wait for the same answer
+    def oldest_of_the_last_turn(graph, config):
+        branch = history_tree(graph, config).branch()
+        last_input = max(i for i, n in enumerate(branch) if n.next == ("__start__",))
+        return dict(branch[last_input + 1].config)
+
+    assert evaluate("09.2", oldest_of_the_last_turn).status == PASSED
+
+
+def test_stub_functions_count_as_not_attempted():
+    def stub(graph, config):
+        return ...
+
+    def stub3(graph, config, is_bad):
+        return ...
+
+    assert evaluate("09.2", stub).status == NOT_ATTEMPTED
+    assert evaluate("09.3", stub3).status == NOT_ATTEMPTED
+    assert evaluate("09.1", ...).status == NOT_ATTEMPTED

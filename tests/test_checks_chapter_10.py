@@ -5,7 +5,9 @@ Same shape as tests/test_checks_chapter_00.py: ``WRONG_ANSWERS`` maps an exercis
 substring the failure message must contain.
 """
 
+import pytest
 
+from helpers.checks import FAILED, NOT_ATTEMPTED, PASSED, evaluate
 
 
 # ----------------------------------------------------------------------------- 10.1 answers
@@ -147,3 +149,41 @@ WRONG_ANSWERS = {
         ((lambda info: info.task_name,), "raised AttributeError"),
     ],
 }
+
+
+@pytest.mark.parametrize("answer", [accept_right, accept_insert_or_ignore_with_cursor, accept_try_insert])
+def test_insert_first_implementations_pass(answer):
+    result = evaluate("10.1", answer)
+    assert result.status == PASSED, result
+
+
+@pytest.mark.parametrize("exercise_id,args", [
+    ("10.2", (KINDS, NEW_IDS)),
+    ("10.3", (CHOICE,)),
+    ("10.4", (lambda info: f"{info.thread_id}:{info.task_id}",)),
+    ("10.4", (lambda info: info.task_id,)),
+])
+def test_right_answers_pass(exercise_id, args):
+    result = evaluate(exercise_id, *args)
+    assert result.status == PASSED, result
+
+
+@pytest.mark.parametrize("exercise_id,args", [("10.1", (accept_stub,)), ("10.4", (lambda info: ...,))])
+def test_stub_functions_are_not_attempted(exercise_id, args):
+    assert evaluate(exercise_id, *args).status == NOT_ATTEMPTED
+
+
+def test_check_then_insert_is_caught_every_time():
+    # The gate makes the losing interleaving certain, not likely: repeat to be sure.
+    for _ in range(5):
+        result = evaluate("10.1", accept_check_then_insert_or_ignore)
+        assert result.status == FAILED and "created=True" in result.message, result
+
+
+def test_a_plain_sql_typo_is_not_blamed_on_formatting():
+    def typo(conn, tenant_id, command_id, payload_fingerprint):
+        conn.execute("INSERT INTO commands VALUES (?, ?, ?) ON CONFLICT DO NOTHIN", (tenant_id, command_id, payload_fingerprint))
+        return payload_fingerprint, True
+
+    result = evaluate("10.1", typo)
+    assert result.status == FAILED and "OperationalError" in result.message and "? parameter" not in result.message

@@ -3,6 +3,7 @@
 import datetime as dt
 
 
+from helpers.checks import NOT_ATTEMPTED, PASSED, evaluate
 from helpers.serializer_safety import Cabin, FareQuote, SeatHold
 
 
@@ -85,3 +86,26 @@ WRONG_ANSWERS = {
            "checkpoints at the end": 3, "messages at the end": 2},), "expected an int"),
     ],
 }
+
+
+def test_right_answers_pass():
+    def rule(saver, today, keep_days):
+        out = []
+        for t in {c.config["configurable"]["thread_id"] for c in saver.list(None, filter={"status": "finished"})}:
+            latest = saver.get_tuple({"configurable": {"thread_id": t}}).metadata
+            if latest.get("status") == "finished" and today - latest["finished_day"] >= keep_days:
+                out.append(t)
+        return set(out)
+
+    assert evaluate("11.1", rule).status == PASSED
+    assert evaluate("11.2", [("helpers.serializer_safety", "FareQuote"), Cabin, SeatHold]).status == PASSED
+    assert evaluate("11.3", {"checkpoints after 5 turns": 15, "messages after 5 turns": 4,
+                             "checkpoints at the end": 3, "messages at the end": 2}).status == PASSED
+
+
+def test_stubs_are_not_attempted():
+    def stub(saver, today, keep_days):
+        return ...
+
+    assert evaluate("11.1", stub).status == NOT_ATTEMPTED
+    assert evaluate("11.2", ...).status == NOT_ATTEMPTED

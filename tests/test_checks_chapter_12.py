@@ -2,6 +2,7 @@
 
 from langgraph.types import Command
 
+from helpers.checks import NOT_ATTEMPTED, PASSED, evaluate
 
 RIGHT_SURVIVES = {"reject": ["A"], "enqueue": ["A", "B", "C"], "interrupt": ["C"], "rollback": ["C"]}
 RIGHT_RUNS = {"reject": 1, "enqueue": 3, "interrupt": 3, "rollback": 1}
@@ -115,3 +116,23 @@ WRONG_ANSWERS = {
         ((filter_kwarg,), "no parameter 'filter'"),
     ],
 }
+
+
+def test_right_answers_pass():
+    assert evaluate("12.1", RIGHT_SURVIVES, RIGHT_RUNS).status == PASSED
+    assert evaluate("12.2", lambda approved: {"command": {"resume": approved}}).status == PASSED
+    assert evaluate("12.2", lambda approved: {"command": {"resume": "approve" if approved else "reject"}}).status == PASSED
+
+    def safe(tenant, request):
+        meta = {k: request[k] for k in ("trip", "kind") if k in request}
+        out = {"metadata": {**meta, "tenant": tenant}, "limit": 50}
+        if request.get("status") in ("idle", "busy", "interrupted", "error"):
+            out["status"] = request["status"]
+        return out
+
+    assert evaluate("12.3", safe).status == PASSED
+
+
+def test_stubs_are_not_attempted():
+    assert evaluate("12.1", ..., ...).status == NOT_ATTEMPTED
+    assert evaluate("12.2", lambda approved: ...).status == NOT_ATTEMPTED
