@@ -91,3 +91,14 @@ def test_not_attempted_from_checker():
         assert evaluate("98.3", {}).status == NOT_ATTEMPTED
     finally:
         _REGISTRY.pop("98.3")
+
+
+def test_call_answer_names_the_case_a_function_failed_on():
+    @exercise("98.4")
+    def c(func):
+        return call_answer(func, 0, what="f(x)", case="x = 0")
+    try:
+        result = evaluate("98.4", lambda x: 1 / x)
+        assert result.status == FAILED and "raised ZeroDivisionError on x = 0" in result.message
+    finally:
+        _REGISTRY.pop("98.4")

@@ -4,18 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .protocol import Fail, NotAttempted, call_answer, exercise, expect_type
+from .protocol import Fail, call_answer, exercise, expect_type
 
 MODES = (None, True, False)
 
-
-def _call(func: Any, *args: Any, what: str, case: str) -> Any:
-    try:
-        return call_answer(func, *args, what=what)
-    except (Fail, NotAttempted):
-        raise
-    except Exception as exc:
-        raise Fail(f"your function raised {type(exc).__name__} on {case}: {exc}") from None
 
 
 def _run_planner(mode: Any, runs: int, confirm: bool = False):
@@ -40,7 +32,7 @@ def subgraph_path_check(subgraph_path):
     for ns, want in cases:
         shown = "''" if not ns else ("a real namespace " + "|".join(s.split(":")[0] + ":<task-id>" for s in ns.split("|"))
                                      if ":" in ns else repr(ns))
-        got = _call(subgraph_path, ns, what="subgraph_path(ns)", case=shown)
+        got = call_answer(subgraph_path, ns, what="subgraph_path(ns)", case=shown)
         expect_type(got, list, "the node names, outermost first")
         if got == want:
             continue
@@ -92,7 +84,7 @@ def full_history_check(full_history):
     graph, _, config = _run_planner(None, 0, confirm=True)
     graph.invoke({"request": "Lisbon"}, config)
     nested = graph.get_state(config, subgraphs=True).tasks[0].state.tasks[0].state
-    got = _call(full_history, graph, nested.config, what="full_history(graph, config)", case="a nested snapshot's config")
+    got = call_answer(full_history, graph, nested.config, what="full_history(graph, config)", case="a nested snapshot's config")
     expect_type(got, list, "the snapshots")
     if len(got) == 1:
         raise Fail("you got one entry: the config carries a checkpoint_id, which makes get_state_history start there "
@@ -105,7 +97,7 @@ def full_history_check(full_history):
         raise Fail(f"expected the 3 checkpoints of the paused search graph, got {len(got)}")
     graph.invoke(Command(resume=True), config)
     root_config = graph.get_state(config).config
-    got = _call(full_history, graph, root_config, what="full_history(graph, config)", case="a root snapshot's config")
+    got = call_answer(full_history, graph, root_config, what="full_history(graph, config)", case="a root snapshot's config")
     expect_type(got, list, "the snapshots")
     want = len(list(graph.get_state_history({"configurable": {"thread_id": "exercise"}})))
     if len(got) != want:
@@ -121,7 +113,7 @@ def _conversations() -> dict[str, dict[str, str]]:
 @exercise("05.4")
 def resolve_thread_check(resolve_thread):
     conversations = _conversations()
-    got = _call(resolve_thread, conversations, "acme", "c-ana", what="resolve_thread(...)", case="Ana's own conversation")
+    got = call_answer(resolve_thread, conversations, "acme", "c-ana", what="resolve_thread(...)", case="Ana's own conversation")
     if isinstance(got, str):
         raise Fail("return the LangGraph config {'configurable': {'thread_id': ...}}, not the bare thread id")
     expect_type(got, dict, "the config {'configurable': {'thread_id': ...}}")

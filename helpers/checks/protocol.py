@@ -91,13 +91,22 @@ def expect_type(value: Any, expected: type | tuple[type, ...], what: str) -> Non
         raise Fail(f"expected {_article(names)} {names} ({what}), got {type(value).__name__} {_short(value)}")
 
 
-def call_answer(func: Any, *args: Any, what: str = "your function") -> Any:
-    """Call a learner's function; a stub body (returns ...) means not attempted."""
+def call_answer(func: Any, *args: Any, what: str = "your function", case: str | None = None) -> Any:
+    """Call a learner's function; a stub body (returns ...) means not attempted.
+
+    With ``case`` (e.g. ``"an ID minted at 2025-03-14"``), an exception raised by the
+    function becomes a failure that names the input it failed on.
+    """
     if is_stub(func):
         raise NotAttempted("replace the ... with your function")
     if not callable(func):
         raise Fail(f"expected a function ({what}), got {type(func).__name__}")
-    result = func(*args)
+    try:
+        result = func(*args)
+    except Exception as exc:
+        if case is None:
+            raise
+        raise Fail(f"your function raised {type(exc).__name__} on {case}: {exc}") from None
     if is_stub(result):
         raise NotAttempted(f"{what} still returns ...: write its body")
     return result
