@@ -6,9 +6,9 @@ notebook that runs the same workflow locally calls :func:`build_approval_graph` 
 checkpointer it wants.
 
 Nothing here calls a model. The approval workflow is deterministic, and the chat graph
-reuses the course's stand-in reply node, so every run is reproducible offline. The slow
-graph only waits, so a thread stays busy long enough to show what a second run on it does
-(the server's multitask strategies).
+reuses the course's stand-in reply node, so every run is reproducible offline. (The graph
+that keeps a thread busy for the multitask strategies is ``helpers.appendix_graphs``' gated
+graph: it waits on a file the notebook creates, not on a timer.)
 
 Approval workflow::
 
@@ -22,9 +22,7 @@ caller resumes it with ``Command(resume=...)`` (or, through the SDK,
 
 from __future__ import annotations
 
-import operator
-import time
-from typing import Annotated, Any, TypedDict
+from typing import Any, TypedDict
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import interrupt
@@ -102,40 +100,12 @@ def build_approval_graph(checkpointer: Any = None) -> Any:
     return builder.compile(checkpointer=checkpointer)
 
 
-class SlowState(TypedDict, total=False):
-    """State of the slow graph: how long each run takes, and one line per finished run."""
-
-    seconds: float
-    done: Annotated[list[str], operator.add]
-
-
-MAX_SLOW_SECONDS = 30.0  # a typo must not block a worker for an hour
-
-
-def slow_step(state: SlowState) -> dict[str, Any]:
-    """Take ``seconds`` (a stand-in for a slow model call), then record the run."""
-    seconds = max(0.0, min(float(state.get("seconds", 1.0)), MAX_SLOW_SECONDS))
-    time.sleep(seconds)
-    return {"done": [f"finished a {seconds:g} s run"]}
-
-
-def build_slow_graph(checkpointer: Any = None) -> Any:
-    """START -> slow_step -> END: keeps a thread busy, to show what double-texting does."""
-    builder = StateGraph(SlowState)
-    builder.add_node("slow_step", slow_step)
-    builder.add_edge(START, "slow_step")
-    builder.add_edge("slow_step", END)
-    return builder.compile(checkpointer=checkpointer)
-
-
 # What the Agent Server serves: compiled without a checkpointer (the server adds its own).
 approval_graph = build_approval_graph()
 chat_graph = build_chat_graph()
-slow_graph = build_slow_graph()
 
-# The "graphs" section of a langgraph.json that serves all three graphs from this module.
+# The "graphs" section of a langgraph.json that serves both graphs from this module.
 GRAPHS = {
     "approval": "helpers.agent_graphs:approval_graph",
     "chat": "helpers.agent_graphs:chat_graph",
-    "slow": "helpers.agent_graphs:slow_graph",
 }
