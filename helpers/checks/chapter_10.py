@@ -261,18 +261,23 @@ _SCENARIO_HINTS = {
 }
 
 
+def _expect_labels(answer: dict, name: str, expected: dict, allowed, hints: dict, *, missing: str) -> None:
+    """Every key present, every label one of ``allowed``, and right, else the key's hint."""
+    absent = sorted(set(expected) - set(answer))
+    if absent:
+        raise Fail(f"missing {missing}: {', '.join(absent)}")
+    for key, want in expected.items():
+        got = answer[key]
+        if got not in allowed:
+            raise Fail(f"{name}[{key!r}] is {got!r}, not one of {', '.join(map(repr, allowed))}")
+        if got != want:
+            raise Fail(f"{name}[{key!r}] is {got!r}: {hints[key]}")
+
+
 @exercise("10.2")
 def classify_check(kinds, new_ids):
     expect_type(kinds, dict, "scenario -> 'retry' / 'regenerate' / 'new message'")
-    missing = sorted(set(SCENARIO_KINDS) - set(kinds))
-    if missing:
-        raise Fail(f"missing scenario(s) in kinds: {', '.join(missing)}")
-    for scenario, want in SCENARIO_KINDS.items():
-        got = kinds[scenario]
-        if got not in KINDS:
-            raise Fail(f"kinds[{scenario!r}] is {got!r}, not one of {', '.join(map(repr, KINDS))}")
-        if got != want:
-            raise Fail(f"kinds[{scenario!r}] is {got!r}: {_SCENARIO_HINTS[scenario]}")
+    _expect_labels(kinds, "kinds", SCENARIO_KINDS, KINDS, _SCENARIO_HINTS, missing="scenario(s) in kinds")
     expect_type(new_ids, dict, "kind -> set of IDs that get a new value")
     for kind in KINDS:
         if kind not in new_ids:
@@ -321,15 +326,7 @@ _KIND_HINTS = {
 @exercise("10.3")
 def id_kinds_check(choice):
     expect_type(choice, dict, "need -> one of " + ", ".join(CHOICES))
-    missing = sorted(set(ID_KINDS) - set(choice))
-    if missing:
-        raise Fail(f"missing need(s): {', '.join(missing)}")
-    for need, want in ID_KINDS.items():
-        got = choice[need]
-        if got not in CHOICES:
-            raise Fail(f"choice[{need!r}] is {got!r}, not one of {', '.join(map(repr, CHOICES))}")
-        if got != want:
-            raise Fail(f"choice[{need!r}] is {got!r}: {_KIND_HINTS[need]}")
+    _expect_labels(choice, "choice", ID_KINDS, CHOICES, _KIND_HINTS, missing="need(s)")
     return "uuid4 for intents, uuid5 for derived ids, uuid7 for index-friendly keys, a sequence for order"
 
 
