@@ -37,22 +37,22 @@ test: $(STAMP)
 	@$(PY) -m pytest
 
 build: $(STAMP)
-	@$(PY) -m helpers.build $(CHAPTERS)
+	@$(PY) -m course.build $(CHAPTERS)
 
 bench: $(STAMP)
-	@$(PY) -m helpers.bench
+	@$(PY) -m course.bench
 
 coverage: $(STAMP)
-	@$(PY) -m helpers.nbval_coverage
+	@$(PY) -m course.nbval_coverage
 
 progress: $(STAMP)
-	@$(PY) -m helpers.progress
+	@$(PY) -m course.progress
 
 drift: $(STAMP)
-	@$(PY) -m helpers.drift
+	@$(PY) -m course.drift
 
 grade-course: $(STAMP)
-	@$(PY) -m helpers.grade solutions notebooks
+	@$(PY) -m course.grade solutions notebooks
 
 clean-venv:
 	rm -rf $(VENV)

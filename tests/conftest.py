@@ -5,9 +5,11 @@ from pathlib import Path
 import nbformat
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-SOLUTIONS = sorted((ROOT / "solutions").glob("[0-9][0-9]_*.ipynb"))
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+from course import layout
+
+ROOT = layout.ROOT
+SOLUTIONS = layout.chapters(layout.SOLUTIONS)
+NOTEBOOKS = layout.chapters(layout.NOTEBOOKS)
 
 
 def read(path: Path):
@@ -37,8 +39,8 @@ def pytest_sessionfinish(session, exitstatus):
 
 # Longest scopes first: xdist's loadscope hands out modules and notebooks in collection
 # order, so a long module collected late would run alone at the end of the suite.
-SLOWEST_FIRST = ("tests/test_grade.py", "tests/test_servers.py", "12_agent_server.ipynb",
-                 "11_production_backends.ipynb", "tests/test_multitask.py")
+SLOWEST_FIRST = ("tests/course/test_grade.py", "tests/helpers/test_servers.py", "12_agent_server.ipynb",
+                 "11_production_backends.ipynb", "tests/helpers/test_multitask.py")
 
 
 def pytest_collection_modifyitems(session, config, items):

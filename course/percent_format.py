@@ -1,7 +1,7 @@
 """Edit a chapter as a plain Python script, then put it back (an authoring convenience).
 
-    python -m helpers.percent_format export solutions/05_namespaces.ipynb > /tmp/05.py
-    python -m helpers.percent_format import /tmp/05.py solutions/05_namespaces.ipynb
+    python -m course.percent_format export solutions/05_namespaces.ipynb > /tmp/05.py
+    python -m course.percent_format import /tmp/05.py solutions/05_namespaces.ipynb
     make build CHAPTERS=05
 
 solutions/*.ipynb stays the only source: the script is a temporary view of it, in the
@@ -77,7 +77,7 @@ def from_percent(text: str) -> nbformat.NotebookNode:
     flush()
     nb = nbformat.v4.new_notebook(cells=cells)
     for index, cell in enumerate(nb.cells):
-        cell["id"] = f"cell-{index:03d}"  # placeholders; helpers.build recomputes every id
+        cell["id"] = f"cell-{index:03d}"  # placeholders; course.build recomputes every id
     return nb
 
 

@@ -1,6 +1,6 @@
 """How much of the stored output nbval really compares.
 
-    python -m helpers.nbval_coverage
+    python -m course.nbval_coverage
 
 A code cell counts as compared unless nbval ignores or skips it. The course keeps the
 share at or above :data:`THRESHOLD` in each folder, and every ignored cell must say why
@@ -16,9 +16,9 @@ from pathlib import Path
 import nbformat
 
 from .notebook_format import ignore_reason, ignored_by_nbval, source
-from .text_tables import format_table
+from helpers.text_tables import format_table
 
-ROOT = Path(__file__).resolve().parent.parent
+from .layout import ROOT
 FOLDERS = ("solutions", "notebooks")
 THRESHOLD = 0.95
 

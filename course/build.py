@@ -1,9 +1,9 @@
 """Build the course: learner copies from solutions, then fresh execution of both folders.
 
-    python -m helpers.build            # every chapter
-    python -m helpers.build 03 05      # chapters by number or slug
-    python -m helpers.build --check    # exit 1 if any file would change (writes nothing)
-    python -m helpers.build --remeasure 08   # also re-record machine-dependent measurements
+    python -m course.build            # every chapter
+    python -m course.build 03 05      # chapters by number or slug
+    python -m course.build --check    # exit 1 if any file would change (writes nothing)
+    python -m course.build --remeasure 08   # also re-record machine-dependent measurements
 
 solutions/ is the only source. The build reads every selected solution first and stops,
 naming the file, if one is not a valid notebook or has broken solution markers; nothing
@@ -30,8 +30,7 @@ from nbclient.exceptions import CellExecutionError
 from .learner_copies import SolutionMarkupError, make_learner_copy
 from .notebook_format import annotate, dumps, ignore_reason, normalize
 
-ROOT = Path(__file__).resolve().parent.parent
-SOLUTIONS, NOTEBOOKS = ROOT / "solutions", ROOT / "notebooks"
+from .layout import NOTEBOOKS, ROOT, SOLUTIONS, chapters, learner_path, shown
 CELL_TIMEOUT = 120
 
 
@@ -49,7 +48,7 @@ class Built:
 
 def select(names: list[str], folder: Path | None = None) -> list[Path]:
     folder = folder or SOLUTIONS
-    paths = sorted(folder.glob("[0-9][0-9]_*.ipynb"))
+    paths = chapters(folder)
     if not names:
         return paths
     chosen = [p for p in paths if any(p.stem == n or p.stem.startswith(n.rstrip("_") + "_") or p.name == Path(n).name
@@ -95,18 +94,6 @@ def build_pair(path_text: str) -> Built:
     except CellExecutionError as exc:
         return Built(path.stem, {}, time.perf_counter() - started, _first_lines(str(exc)))
     return Built(path.stem, texts, time.perf_counter() - started)
-
-
-def shown(path: Path) -> str:
-    """A path relative to the course root when it is inside it (for messages)."""
-    try:
-        return str(path.resolve().relative_to(ROOT))
-    except ValueError:
-        return str(path)
-
-
-def learner_path(solution_path: Path) -> Path:
-    return solution_path.parent.parent / NOTEBOOKS.name / solution_path.name
 
 
 def keep_recorded_measurements(text: str, path: Path) -> str:

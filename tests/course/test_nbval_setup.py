@@ -2,9 +2,9 @@
 
 import tomllib
 
-from conftest import ROOT
+from course.layout import ROOT
 from helpers.environment import NOT_CHECKED, read_pins
-from helpers.nbval_coverage import THRESHOLD, report
+from course.nbval_coverage import THRESHOLD, report
 
 
 def test_pytest_runs_nbval_strictly_in_parallel():

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import NOTEBOOKS, SOLUTIONS, read
+from tests.conftest import NOTEBOOKS, SOLUTIONS, read
 from helpers.checks import FAILED, MIME_TYPE, NOT_ATTEMPTED, PASSED, evaluate
 from helpers.checks.protocol import find_checker
 
@@ -30,7 +30,7 @@ def all_wrong_answers():
     cases = {}
     for info in pkgutil.iter_modules([str(TESTS)]):
         if info.name.startswith("test_checks_chapter_"):
-            module = importlib.import_module(info.name)
+            module = importlib.import_module(f"{__package__}.{info.name}")
             for exercise, answers in module.WRONG_ANSWERS.items():
                 cases.setdefault(exercise, []).extend(answers)
     return cases

@@ -1,7 +1,7 @@
 """Chapter timings for workshop agendas, read from the notebooks themselves.
 
-    python -m helpers.agenda             # table: chapter, title, minutes, running total
-    python -m helpers.agenda --markdown  # the rows of INSTRUCTORS.md's "Chapter timings" table
+    python -m course.agenda             # table: chapter, title, minutes, running total
+    python -m course.agenda --markdown  # the rows of INSTRUCTORS.md's "Chapter timings" table
 
 Each chapter states ``**Time:** NN minutes`` in its "In this chapter" cell; the build stores
 it as ``metadata.course.minutes``. A solution that has not been built yet is read from its
@@ -19,16 +19,15 @@ from typing import Any
 import nbformat
 
 from .notebook_format import chapter_metadata
-from .text_tables import format_table
+from helpers.text_tables import format_table
 
-ROOT = Path(__file__).resolve().parent.parent
-SOLUTIONS = ROOT / "solutions"
+from .layout import SOLUTIONS, chapters
 
 
 def chapter_times(solutions: Path = SOLUTIONS) -> list[dict[str, Any]]:
     """One dict per chapter: chapter, title (without the number), minutes (or None)."""
     out = []
-    for path in sorted(Path(solutions).glob("[0-9][0-9]_*.ipynb")):
+    for path in chapters(Path(solutions)):
         nb = nbformat.read(path, as_version=4)
         stored = nb.metadata.get("course") if isinstance(nb.metadata.get("course"), dict) else {}
         derived = chapter_metadata(nb, path.stem)
@@ -62,7 +61,7 @@ def markdown_rows(times: list[dict[str, Any]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m helpers.agenda", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m course.agenda", description=__doc__.split("\n\n")[0])
     parser.add_argument("--markdown", action="store_true", help="print the rows of INSTRUCTORS.md's timings table")
     parser.add_argument("--solutions", default=str(SOLUTIONS), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)

@@ -1,6 +1,6 @@
 """Benchmark: how long each notebook takes, and how much memory its kernel needs.
 
-    python -m helpers.bench [--repeat 3] [--folder solutions] [CHAPTER ...]
+    python -m course.bench [--repeat 3] [--folder solutions] [CHAPTER ...]
 
 For every notebook it reports medians over ``--repeat`` fresh kernels of: kernel start,
 the setup (import) cell, the notebook's own work (every other cell), and the kernel's
@@ -19,8 +19,9 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-from .build import ROOT, select
-from .text_tables import format_table
+from .build import select
+from .layout import ROOT
+from helpers.text_tables import format_table
 
 OWN_WORK_TARGET_S = 2.0
 PEAK_MEMORY_TARGET_MB = 250.0

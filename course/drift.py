@@ -1,6 +1,6 @@
 """Upgrade-drift report: the course re-run under the newest LangGraph releases.
 
-    python -m helpers.drift [--out drift-report] [--jobs 2] [--keep-venv] [NOTEBOOK ...]
+    python -m course.drift [--out drift-report] [--jobs 2] [--keep-venv] [NOTEBOOK ...]
 
 1. Creates a throw-away virtual environment in a temporary folder (never touches .venv),
    installs requirements.txt, then ``pip install --upgrade`` langgraph,
@@ -35,9 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-ROOT = Path(__file__).resolve().parent.parent
-SOLUTIONS = ROOT / "solutions"
-REQUIREMENTS = ROOT / "requirements.txt"
+from .layout import REQUIREMENTS, ROOT, SANITIZE, SOLUTIONS, chapters
 PACKAGES = ("langgraph", "langgraph-checkpoint", "langgraph-checkpoint-sqlite", "langchain-core")
 ANSI = re.compile(r"\x1b\[[0-9;]*m|#x1B\[[0-9;]*m")
 ONE_LINE = 150
@@ -131,7 +129,7 @@ def run_notebook(python: Path, notebook: Path, work: Path) -> NotebookResult:
     # -vv without -q (which would cancel one -v): nbval's assertion diffs are not truncated
     cmd = [str(python), "-m", "pytest", "-p", "no:cacheprovider", "-o", "addopts=", "-vv", "--color=no",
            "-o", "truncation_limit_lines=0", "-o", "truncation_limit_chars=0",
-           "--nbval", "--nbval-current-env", "--nbval-sanitize-with", str(ROOT / "tests" / "sanitize.cfg"),
+           "--nbval", "--nbval-current-env", "--nbval-sanitize-with", str(SANITIZE),
            "--nbval-cell-timeout=300", f"--junitxml={junit}", str(notebook)]
     try:
         proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=NOTEBOOK_TIMEOUT)
@@ -196,7 +194,7 @@ def format_report(pinned: dict[str, str], newest: dict[str, str], results: Seque
     """Markdown report. ``newest`` is what the throw-away environment got after
     ``pip install --upgrade``; ``released`` (optional) the newest release on the index."""
     lines = ["# Upgrade drift report", "",
-             f"Generated {generated} by `python -m helpers.drift`: the solution notebooks re-run under nbval "
+             f"Generated {generated} by `python -m course.drift`: the solution notebooks re-run under nbval "
              "(strict) in a throw-away environment with the newest releases below. `stored` is the output "
              "the notebook holds, `now` what the newest releases print.", "",
              "| package | pinned | newest release | installed for this run |", "|---|---|---|---|"]
@@ -246,13 +244,13 @@ def format_report(pinned: dict[str, str], newest: dict[str, str], results: Seque
 # --------------------------------------------------------------------------- command
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m helpers.drift", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m course.drift", description=__doc__.split("\n\n")[0])
     parser.add_argument("notebooks", nargs="*", help="notebooks to run (default: every solutions/NN_*.ipynb)")
     parser.add_argument("--out", default=str(ROOT / "drift-report"), help="report folder (default drift-report/)")
     parser.add_argument("--jobs", type=int, default=2, help="notebooks run at the same time (default 2)")
     parser.add_argument("--keep-venv", action="store_true", help="keep the throw-away environment and say where")
     args = parser.parse_args(argv)
-    notebooks = [Path(n) for n in args.notebooks] or sorted(SOLUTIONS.glob("[0-9][0-9]_*.ipynb"))
+    notebooks = [Path(n) for n in args.notebooks] or chapters(SOLUTIONS)
     missing = [str(n) for n in notebooks if not n.is_file()]
     if missing or args.jobs < 1:
         parser.error(f"no such notebook: {', '.join(missing)}" if missing else "--jobs must be at least 1")

@@ -8,12 +8,12 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from helpers.bench import peak_memory_mb
+from course.bench import peak_memory_mb
 from helpers.checkpoints import count_checkpoints, history_rows, history_table, label_ids, thread_config
 from helpers.counting_saver import CountingSaver
 from helpers.environment import NOT_CHECKED, environment_rows, read_pins, self_check
-from helpers.nbval_coverage import folder_coverage
-from helpers.notebook_format import annotate, coalesce_streams, ignore_reason, ignored_by_nbval, normalize
+from course.nbval_coverage import folder_coverage
+from course.notebook_format import annotate, coalesce_streams, ignore_reason, ignored_by_nbval, normalize
 from helpers.processes import ChildProcessError, run_python, run_pythons
 from helpers.text_tables import cell_text, format_table
 from helpers.travel_graphs import build_chat_graph, remembered_seat, say, stand_in_reply, transcript

@@ -3,7 +3,7 @@
 Most cases use chapter 00 (exercise 00.1: ``kinds = {...}``) through the public CLI, in one
 batch per module so the kernels start in parallel. Cases that need several exercises in
 one notebook (a timeout or a dead kernel in the middle) use a small fixture chapter 98
-whose checks live in tests/fixtures/grading/checks/chapter_98.py.
+whose checks live in tests/course/fixtures/grading/checks/chapter_98.py.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from helpers import grade
+from course import grade
 from helpers.checks import MIME_TYPE
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "grading"
 SOLUTION_00 = ROOT / "solutions" / "00_start_here.ipynb"
 RIGHT = 'kinds = {"visa": "time", "itinerary": "steps", "laptop": "failure"}'
@@ -58,7 +58,7 @@ def write(folder: Path, name: str, nb) -> str:
 
 
 def run_cli(*args, timeout=600):
-    return subprocess.run([sys.executable, "-m", "helpers.grade", *map(str, args)], cwd=ROOT,
+    return subprocess.run([sys.executable, "-m", "course.grade", *map(str, args)], cwd=ROOT,
                           capture_output=True, text=True, timeout=timeout)
 
 

@@ -1,13 +1,13 @@
 """The upgrade-drift report: parsing nbval's JUnit XML and formatting the report.
 
-The fixture tests/fixtures/drift/junit_00_start_here.xml is a real nbval run (pytest -vv
+The fixture tests/course/fixtures/drift/junit_00_start_here.xml is a real nbval run (pytest -vv
 --junitxml) of chapter 00 with two stored outputs edited and one cell made to raise.
-The real command (`python -m helpers.drift`) needs the package index, so CI skips it.
+The real command (`python -m course.drift`) needs the package index, so CI skips it.
 """
 
 from pathlib import Path
 
-from helpers import drift
+from course import drift
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "drift" / "junit_00_start_here.xml"
 

@@ -2,7 +2,7 @@
 
 import re
 
-from conftest import ROOT, SOLUTIONS, read
+from tests.conftest import ROOT, SOLUTIONS, read
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 

@@ -1,6 +1,6 @@
 """Grade submitted notebooks: one row per exercise, a score per file, a CSV on request.
 
-    python -m helpers.grade SUBMISSION.ipynb [MORE.ipynb | FOLDER ...] [--csv FILE]
+    python -m course.grade SUBMISSION.ipynb [MORE.ipynb | FOLDER ...] [--csv FILE]
                             [--timeout SECONDS] [--jobs N] [--solutions DIR] [--keep DIR]
 
 Each submission prints a table (exercise, status, message) and its score (passed/total).
@@ -90,14 +90,14 @@ from nbclient import NotebookClient
 from nbclient.exceptions import DeadKernelError
 from nbclient.util import ensure_async
 
-from .checks.protocol import FAILED, MIME_TYPE, NOT_ATTEMPTED, PASSED
+from helpers.checks.protocol import FAILED, MIME_TYPE, NOT_ATTEMPTED, PASSED
 from .learner_copies import make_learner_copy
 from .notebook_format import annotate, exercise_of_check, source
-from .text_tables import format_table
+from helpers.text_tables import format_table
 
-ROOT = Path(__file__).resolve().parent.parent
-SOLUTIONS = ROOT / "solutions"
-CHECKS_DIR = Path(__file__).resolve().parent / "checks"
+from . import layout
+from .layout import ROOT, SOLUTIONS
+CHECKS_DIR = layout.CHECKS
 
 ERROR, TIMEOUT, INVALID = "error", "timeout", "invalid"
 STATUSES = (PASSED, FAILED, NOT_ATTEMPTED, ERROR, TIMEOUT, INVALID)
@@ -162,9 +162,9 @@ class Invalid(Exception):
     """The submission cannot be graded; the message says why."""
 
 
-def chapters(solutions: Path) -> dict[str, Path]:
+def chapter_solutions(solutions: Path) -> dict[str, Path]:
     """Chapter number -> solution path, e.g. ``{"00": .../00_start_here.ipynb}``."""
-    return {p.name[:2]: p for p in sorted(Path(solutions).glob("[0-9][0-9]_*.ipynb"))}
+    return {p.name[:2]: p for p in layout.chapters(Path(solutions))}
 
 
 def read_submission(path: Path) -> nbformat.NotebookNode:
@@ -206,7 +206,7 @@ def read_submission(path: Path) -> nbformat.NotebookNode:
 
 def identify_chapter(nb: Any, filename: str, solutions: Path) -> Path | None:
     """The solution notebook a submission belongs to, or None."""
-    known = chapters(solutions)
+    known = chapter_solutions(solutions)
     meta = nb.metadata.get("course") if nb is not None and isinstance(nb.get("metadata"), dict) else None
     if isinstance(meta, dict):
         slug = meta.get("slug")
@@ -266,7 +266,7 @@ def find_answers(submission: Any, exercises: Sequence[str]) -> tuple[dict[str, s
 # --------------------------------------------------------------------------- graded notebook
 
 CHECK_TEMPLATE = '''\
-# Check cell rewritten by helpers.grade: the original call below runs against a fresh copy
+# Check cell rewritten by course.grade: the original call below runs against a fresh copy
 # of helpers/checks loaded from disk, and its result is signed for the grader.
 def _lgcourse_graded_check(_source={source!r}, _key={key!r}, _paths={paths!r}):
     import hashlib, hmac, importlib.util, json, sys, types
@@ -682,7 +682,7 @@ def write_csv(handle: Any, results: Iterable[Graded]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m helpers.grade", description="Grade submitted course notebooks (one row per exercise).",
+        prog="python -m course.grade", description="Grade submitted course notebooks (one row per exercise).",
         epilog="Exit code 0 when every file was processed (bad files become 'invalid' rows), "
                "2 for usage errors, 1 if the grader itself failed on some file.")
     parser.add_argument("submissions", nargs="+", metavar="SUBMISSION", help="notebook files or folders of notebooks")
@@ -698,7 +698,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--timeout must be a positive number of seconds")
     if args.jobs < 1:
         parser.error("--jobs must be at least 1")
-    if args.solutions and not chapters(Path(args.solutions)):
+    if args.solutions and not chapter_solutions(Path(args.solutions)):
         parser.error(f"--solutions {args.solutions}: no NN_*.ipynb notebooks there")
     handle = None
     if args.csv:

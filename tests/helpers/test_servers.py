@@ -319,7 +319,7 @@ def test_servers_die_with_a_killed_python_and_their_directory_is_swept() -> None
             time.sleep(120)
     """)
     child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
-                             cwd=Path(__file__).resolve().parents[1])
+                             cwd=Path(__file__).resolve().parents[2])
     try:
         pid, workdir = json.loads(child.stdout.readline())
     finally:

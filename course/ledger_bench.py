@@ -1,6 +1,6 @@
 """Throughput of ``helpers.ledger`` on a file database: accepted commands per second.
 
-``benchmark_ledger(path_dir)`` returns a dict; run ``python -m helpers.ledger_bench [DIR]``
+``benchmark_ledger(path_dir)`` returns a dict; run ``python -m course.ledger_bench [DIR]``
 to print it. Two workloads, each on a fresh database file in ``path_dir``:
 
 * ``single_writer``: one thread submits ``single_commands`` distinct commands.

@@ -1,7 +1,7 @@
 """INSTRUCTORS.md agrees with the notebooks' own time estimates, and its agendas add up.
 
 Every chapter in solutions/ must appear in the "Chapter timings" table with the minutes of
-its ``**Time:**`` line (run ``python -m helpers.agenda --markdown`` for the rows). In each
+its ``**Time:**`` line (run ``python -m course.agenda --markdown`` for the rows). In each
 agenda table (columns start | block | minutes) a chapter block lasts the chapter's minutes,
 each start time is the previous start plus its minutes, and the total matches the
 "(NNN minutes)" in the agenda's heading, when it has one.
@@ -10,9 +10,9 @@ each start time is the previous start plus its minutes, and the total matches th
 import re
 from pathlib import Path
 
-from helpers import agenda
+from course import agenda
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 GUIDE = (ROOT / "INSTRUCTORS.md").read_text(encoding="utf-8")
 TIMES = {t["chapter"]: t for t in agenda.chapter_times()}
 
@@ -51,7 +51,7 @@ def test_every_chapter_has_its_notebook_minutes():
         assert t["minutes"] is not None, f"chapter {number} has no **Time:** line"
         assert rows[number][2] == str(t["minutes"]), (
             f"chapter {number}: INSTRUCTORS.md says {rows[number][2]}, the notebook says {t['minutes']} "
-            "(python -m helpers.agenda --markdown prints the right rows)")
+            "(python -m course.agenda --markdown prints the right rows)")
 
 
 def test_agendas_add_up_and_use_chapter_minutes():

@@ -2,9 +2,9 @@
 
 import pytest
 
-from conftest import SOLUTIONS, read
-from helpers.notebook_format import annotate, source
-from helpers.percent_format import PercentFormatError, from_percent, main, to_percent
+from tests.conftest import SOLUTIONS, read
+from course.notebook_format import annotate, source
+from course.percent_format import PercentFormatError, from_percent, main, to_percent
 
 
 def shape(nb):

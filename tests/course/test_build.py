@@ -6,10 +6,10 @@ import shutil
 import nbformat
 import pytest
 
-from conftest import NOTEBOOKS, ROOT, SOLUTIONS, read
-from helpers import build
-from helpers.learner_copies import SolutionMarkupError, make_learner_copy, solution_lines, strip_solutions, stub_for
-from helpers.notebook_format import BEGIN, END, annotate, dumps, normalize, source
+from tests.conftest import NOTEBOOKS, ROOT, SOLUTIONS, read
+from course import build
+from course.learner_copies import SolutionMarkupError, make_learner_copy, solution_lines, strip_solutions, stub_for
+from course.notebook_format import BEGIN, END, annotate, dumps, normalize, source
 
 
 def test_there_are_chapters_in_both_folders():

@@ -35,7 +35,7 @@ from helpers.ledger import (
     stable_id,
     validate_id,
 )
-from helpers.ledger_bench import benchmark_ledger
+from course.ledger_bench import benchmark_ledger
 
 T = "tenant-a"
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import nbformat
 
-from helpers import grade, progress
+from course import grade, progress
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SOLUTION_00 = ROOT / "solutions" / "00_start_here.ipynb"
 
 
@@ -25,7 +25,7 @@ def test_progress_on_a_folder_of_copies(tmp_path):
     nbformat.write(wrong, tmp_path / SOLUTION_00.name)
     entries = progress.collect(tmp_path, timeout=30, jobs=1)
     by_chapter = {e["chapter"]: e for e in entries}
-    assert list(by_chapter) == sorted(grade.chapters(grade.SOLUTIONS))
+    assert list(by_chapter) == sorted(grade.chapter_solutions(grade.SOLUTIONS))
     first = by_chapter["00"]
     assert (first["title"], first["passed"], first["total"], first["failed"]) == ("Start here", 0, 1, 1)
     assert not first["missing"]
@@ -43,7 +43,7 @@ def test_progress_on_a_folder_of_copies(tmp_path):
 
 def test_progress_cli_all_passed(tmp_path):
     shutil.copy(SOLUTION_00, tmp_path / SOLUTION_00.name)
-    proc = subprocess.run([sys.executable, "-m", "helpers.progress", "--folder", str(tmp_path), "--timeout", "30"],
+    proc = subprocess.run([sys.executable, "-m", "course.progress", "--folder", str(tmp_path), "--timeout", "30"],
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
     row = next(line for line in proc.stdout.splitlines() if line.startswith("00 "))
@@ -51,6 +51,6 @@ def test_progress_cli_all_passed(tmp_path):
 
 
 def test_progress_cli_usage_error(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "helpers.progress", "--folder", str(tmp_path / "nope")],
+    proc = subprocess.run([sys.executable, "-m", "course.progress", "--folder", str(tmp_path / "nope")],
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 2

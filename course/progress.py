@@ -1,13 +1,13 @@
 """Your progress over all chapters: the course grader run on your own notebooks.
 
-    python -m helpers.progress [--folder notebooks] [--timeout 60] [--jobs 2]
+    python -m course.progress [--folder notebooks] [--timeout 60] [--jobs 2]
 
 Save your notebooks first (the grader reads the files, not the open tabs). Every chapter
 of ``solutions/`` gets one line: passed/total, how many are not attempted yet, failed, and
 errors (an error, a timeout or an unreadable notebook). Below the table, each exercise
 that needs attention is listed with its hint.
 
-It is the same grader instructors use (:mod:`helpers.grade`): each notebook runs in a fresh
+It is the same grader instructors use (:mod:`course.grade`): each notebook runs in a fresh
 kernel in a temporary folder, and only your exercise cells are taken from it. Keep your
 whole answer inside the exercise cell: code in cells you added is not run by the grader.
 """
@@ -21,11 +21,10 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from . import grade
-from .checks.protocol import FAILED, NOT_ATTEMPTED, PASSED
-from .text_tables import format_table
+from helpers.checks.protocol import FAILED, NOT_ATTEMPTED, PASSED
+from helpers.text_tables import format_table
 
-ROOT = Path(__file__).resolve().parent.parent
-NOTEBOOKS = ROOT / "notebooks"
+from .layout import NOTEBOOKS
 PROBLEMS = (grade.ERROR, grade.TIMEOUT, grade.INVALID)
 
 
@@ -37,7 +36,7 @@ def short_title(title: str) -> str:
 def collect(folder: Path = NOTEBOOKS, solutions: Path = grade.SOLUTIONS, timeout: float = grade.DEFAULT_TIMEOUT,
             jobs: int = 2) -> list[dict[str, Any]]:
     """One dict per chapter: chapter, title, passed, total, counts, the graded rows."""
-    chapters = grade.chapters(solutions)
+    chapters = grade.chapter_solutions(solutions)
     present = {number: Path(folder) / path.name for number, path in chapters.items()
                if (Path(folder) / path.name).is_file()}
     graded = dict(zip(present, grade.grade_paths([str(p) for p in present.values()], timeout=timeout,
@@ -86,7 +85,7 @@ def format_progress(entries: Sequence[dict[str, Any]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m helpers.progress",
+    parser = argparse.ArgumentParser(prog="python -m course.progress",
                                      description="Grade your own notebooks and show your progress per chapter.")
     parser.add_argument("--folder", default=str(NOTEBOOKS), help="your notebooks (default: the course's notebooks/)")
     parser.add_argument("--timeout", type=float, default=grade.DEFAULT_TIMEOUT, metavar="SECONDS",
