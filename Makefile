@@ -9,7 +9,7 @@ STAMP := $(VENV)/.helpers-installed
 PY := $(VENV)/bin/python
 PORT ?= 8888
 
-.PHONY: lab test build bench coverage progress drift grade-course check-python clean-venv
+.PHONY: lab test build cheatsheet show-then-save bench coverage progress drift grade-course check-python clean-venv
 
 check-python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "This course needs Python 3.11: install it (e.g. pyenv install 3.11) or run 'make PYTHON=/path/to/python3.11 test'."; exit 1; }
@@ -38,6 +38,12 @@ test: $(STAMP)
 
 build: $(STAMP)
 	@$(PY) -m course.build $(CHAPTERS)
+
+cheatsheet: $(STAMP)
+	@$(PY) -m course.cheatsheet
+
+show-then-save: $(STAMP)
+	@$(PY) -m course.show_then_save
 
 bench: $(STAMP)
 	@$(PY) -m course.bench

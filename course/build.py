@@ -5,6 +5,8 @@
     python -m course.build --check    # exit 1 if any file would change (writes nothing)
     python -m course.build --remeasure 08   # also re-record machine-dependent measurements
 
+It also rewrites CHEATSHEET.md from the chapters' "LangGraph API in this chapter" boxes.
+
 solutions/ is the only source. The build reads every selected solution first and stops,
 naming the file, if one is not a valid notebook or has broken solution markers; nothing
 is written then, so a good learner copy is never overwritten by a broken source. Each
@@ -27,7 +29,8 @@ import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
-from .learner_copies import SolutionMarkupError, make_learner_copy
+from . import cheatsheet
+from .learner_copies import SolutionMarkupError, hide_outputs, make_learner_copy
 from .notebook_format import annotate, dumps, ignore_reason, normalize
 
 from .layout import NOTEBOOKS, ROOT, SOLUTIONS, chapters, learner_path, shown
@@ -90,7 +93,7 @@ def build_pair(path_text: str) -> Built:
     learner = make_learner_copy(solution)
     try:
         texts = {path: dumps(execute(solution, path.parent)),
-                 learner_path(path): dumps(execute(learner, learner_path(path).parent))}
+                 learner_path(path): dumps(hide_outputs(execute(learner, learner_path(path).parent)))}
     except CellExecutionError as exc:
         return Built(path.stem, {}, time.perf_counter() - started, _first_lines(str(exc)))
     return Built(path.stem, texts, time.perf_counter() - started)
@@ -160,6 +163,11 @@ def main(argv: list[str] | None = None) -> int:
                     if not args.check:
                         write_if_changed(path, text)
             print(f"{built.slug}: built in {built.seconds:.1f}s")
+    sheet = cheatsheet.render()
+    if not cheatsheet.CHEATSHEET.exists() or cheatsheet.CHEATSHEET.read_text(encoding="utf-8") != sheet:
+        changed.append(shown(cheatsheet.CHEATSHEET))
+        if not args.check:
+            cheatsheet.CHEATSHEET.write_text(sheet, encoding="utf-8")
     verb = "would change" if args.check else "changed"
     print(f"{len(changed)} file(s) {verb}" + "".join(f"\n  {p}" for p in changed))
     if failed:

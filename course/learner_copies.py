@@ -10,18 +10,33 @@ runs without raising, so "Run All" still works for a learner:
 
 Checks treat ``...`` as "not attempted yet". Cells tagged ``solution`` are removed, and
 outputs are cleared (the build executes the copy afterwards).
+
+A learner copy never shows an answer before the learner has produced it. Two kinds of
+code cell keep no stored output there (:func:`hidden_output_reason`):
+
+* the first code cell after a markdown cell that says "Predict, then run" (the
+  prediction's answer), unless it is a check cell;
+* a cell whose source has a line ``# spoiler: <what it gives away>`` (for example the
+  answer to an exercise a few cells later).
+
+nbval still executes those cells in ``notebooks/`` (the copy tags them
+``nbval-ignore-output``) and still compares them in ``solutions/``.
 """
 
 from __future__ import annotations
 
 import ast
 import copy
+import re
 import textwrap
 from typing import Any
 
-from .notebook_format import BEGIN, END, source
+from .notebook_format import BEGIN, END, exercise_of_check, source
 
 PROMPT = "# Your code here: replace each ... with your answer."
+PREDICTION_PROMPT = re.compile(r"predict,? then run", re.IGNORECASE)
+SPOILER_MARKER = "# spoiler:"
+HIDDEN_METADATA = "hidden_output"  # key in a learner-copy cell's ``course`` metadata
 
 
 class SolutionMarkupError(ValueError):
@@ -79,20 +94,63 @@ def strip_solutions(text: str) -> str:
     return "\n".join(out)
 
 
+def spoiler_reason(cell: Any) -> str | None:
+    """The text after ``# spoiler:`` in a code cell, or None."""
+    for line in source(cell).splitlines():
+        if line.strip().startswith(SPOILER_MARKER):
+            return line.strip()[len(SPOILER_MARKER):].strip() or "gives an answer away"
+    return None
+
+
+def hidden_output_reason(cells: list[Any], index: int) -> str | None:
+    """Why the learner copy stores no output for ``cells[index]``, or None if it does."""
+    cell = cells[index]
+    if cell.get("cell_type") != "code" or exercise_of_check(cell):
+        return None
+    reason = spoiler_reason(cell)
+    if reason:
+        return f"spoiler: {reason}"
+    for previous in reversed(cells[:index]):
+        if previous.get("cell_type") == "code":
+            return None
+        if previous.get("cell_type") == "markdown" and PREDICTION_PROMPT.search(source(previous)):
+            return "the answer to a prediction"
+    return None
+
+
 def make_learner_copy(solution: Any) -> Any:
-    """A learner notebook from an (annotated) solution notebook; outputs cleared."""
+    """A learner notebook from an (annotated) solution notebook; outputs cleared.
+
+    Cells whose output would give an answer away get ``course.hidden_output`` (the
+    reason) and nbval's ``nbval-ignore-output`` tag; :func:`hide_outputs` empties them
+    after the build has executed the copy.
+    """
     nb = copy.deepcopy(solution)
     cells = []
-    for cell in nb.cells:
+    for index, cell in enumerate(nb.cells):
         if "solution" in cell.metadata.get("tags", []):
             continue
         if cell.cell_type == "code":
             if BEGIN in source(cell) or END in source(cell):
                 cell.source = strip_solutions(source(cell))
             cell.outputs, cell.execution_count = [], None
+            reason = hidden_output_reason(solution.cells, index)
+            if reason:
+                cell.metadata.setdefault("course", {})[HIDDEN_METADATA] = reason
+                tags = cell.metadata.setdefault("tags", [])
+                if "nbval-ignore-output" not in tags:
+                    tags.append("nbval-ignore-output")
         cells.append(cell)
     nb.cells = cells
     return nb
+
+
+def hide_outputs(learner: Any) -> Any:
+    """Empty the outputs of the cells :func:`make_learner_copy` marked (in place)."""
+    for cell in learner.cells:
+        if cell.cell_type == "code" and cell.metadata.get("course", {}).get(HIDDEN_METADATA):
+            cell.outputs, cell.execution_count = [], None
+    return learner
 
 
 def solution_lines(solution: Any) -> set[str]:

@@ -8,7 +8,9 @@ import pytest
 
 from tests.conftest import NOTEBOOKS, ROOT, SOLUTIONS, read
 from course import build
-from course.learner_copies import SolutionMarkupError, make_learner_copy, solution_lines, strip_solutions, stub_for
+from course.learner_copies import (HIDDEN_METADATA, SolutionMarkupError, hidden_output_reason, make_learner_copy,
+                                   solution_lines, strip_solutions, stub_for)
+from course.notebook_format import ignored_by_nbval
 from course.notebook_format import BEGIN, END, annotate, dumps, normalize, source
 
 
@@ -132,3 +134,39 @@ def test_recorded_measurements_are_kept_unless_the_cell_changes(tmp_path):
     fresh.cells[0].source += "  # edited"
     changed = nbformat.reads(build.keep_recorded_measurements(dumps(fresh), path), as_version=4)
     assert changed.cells[0].outputs[0]["text"] == "4.7 ms\n"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_learner_copies_store_no_answer_to_a_prediction_or_an_exercise(path):
+    learner = read(path)
+    solution = read(ROOT / "solutions" / path.name)
+    hidden = [c for c in learner.cells if c.metadata.get("course", {}).get(HIDDEN_METADATA)]
+    for cell in hidden:
+        assert not cell.outputs and cell.execution_count is None, f"{cell.id} stores an answer"
+        assert "nbval-ignore-output" in cell.metadata.get("tags", []), f"{cell.id}: nbval still runs it, unchecked"
+    predictions = [i for i, _ in enumerate(solution.cells) if hidden_output_reason(solution.cells, i)]
+    assert len(hidden) == len(predictions)
+    # the only outputs nbval does not compare in notebooks/ are those hidden on purpose and
+    # those the solution already ignores (with a reason)
+    ignored_in_solution = {c.id for c in solution.cells if c.cell_type == "code" and ignored_by_nbval(c)}
+    not_compared = {c.id for c in learner.cells if c.cell_type == "code" and ignored_by_nbval(c)}
+    assert not_compared == ignored_in_solution | {c.id for c in hidden}
+
+
+def test_a_prediction_cell_and_a_spoiler_lose_their_output_in_the_learner_copy():
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# 99 · T"),
+                nbformat.v4.new_markdown_cell("## Predict, then run: how many?"),
+                nbformat.v4.new_code_cell("print(6)"),
+                nbformat.v4.new_code_cell("print('not hidden')"),
+                nbformat.v4.new_code_cell("# spoiler: answers exercise 99.1\nprint(42)"),
+                nbformat.v4.new_markdown_cell("### Exercise 99.1: predict, then run"),
+                nbformat.v4.new_code_cell(f"{BEGIN}\nanswer = 42\n{END}"),
+                nbformat.v4.new_code_cell('check("99.1", answer)')]
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs = [nbformat.v4.new_output("stream", text="x\n")]
+    learner = build.hide_outputs(make_learner_copy(annotate(nb, "99_t")))
+    hidden = [c.cell_type == "code" and bool(c.metadata.get("course", {}).get(HIDDEN_METADATA)) for c in learner.cells]
+    assert hidden == [False, False, True, False, True, False, True, False]
+    assert learner.cells[4].metadata["course"][HIDDEN_METADATA] == "spoiler: answers exercise 99.1"

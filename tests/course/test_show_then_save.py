@@ -1,0 +1,52 @@
+"""Show, then save: every lesson helper is a chapter cell first, and stays identical to it."""
+
+import textwrap
+
+import pytest
+
+from course import show_then_save as sts
+from tests.conftest import ROOT, SOLUTIONS
+
+
+def test_every_saved_definition_is_identical_to_its_cell():
+    problems = [m for m in (sts.mismatch(s) for s in sts.saved_lines()) if m]
+    assert not problems, "\n".join(problems)
+
+
+def test_every_graph_builder_in_helpers_is_shown_in_a_chapter():
+    shown = {s.target for s in sts.saved_lines()}
+    hidden = [t for t in sts.graph_builders() if t not in shown]
+    assert not hidden, ("these helpers build a StateGraph that no chapter cell shows with a "
+                        f"'# saved as' line: {hidden}")
+
+
+def test_no_chapter_uses_a_saved_name_before_showing_it():
+    problems = sts.used_before_shown()
+    assert not problems, "\n".join(problems)
+
+
+def test_the_rules_catch_a_drifted_copy(tmp_path):
+    helpers = tmp_path / "helpers"
+    helpers.mkdir()
+    (helpers / "graphs.py").write_text(textwrap.dedent('''
+        from langgraph.graph import StateGraph
+
+        def build(x):
+            return StateGraph(dict) if x else None
+
+        def hidden_builder():
+            return StateGraph(dict)
+    '''))
+    same = sts.Saved("01_x", 3, "helpers.graphs.build", "# saved as helpers.graphs.build\n"
+                     "def build(x):\n    # a comment is not code\n    return StateGraph(dict) if x else None\n")
+    drifted = sts.Saved("01_x", 3, "helpers.graphs.build", "def build(x):\n    return StateGraph(dict)\n")
+    missing = sts.Saved("01_x", 3, "helpers.graphs.other", "x = 1\n")
+    assert sts.mismatch(same, tmp_path) is None
+    assert "differs" in sts.mismatch(drifted, tmp_path)
+    assert "defines no top-level 'other'" in sts.mismatch(missing, tmp_path)
+    assert sts.graph_builders(helpers, tmp_path) == ["helpers.graphs.build", "helpers.graphs.hidden_builder"]
+
+
+def test_names_are_read_as_tokens_not_text():
+    assert "say" in sts.names_used("print(say(graph, 't', 'x'))")
+    assert "say" not in sts.names_used("print('where did I say it?')  # say")
