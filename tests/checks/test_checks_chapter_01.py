@@ -23,8 +23,3 @@ WRONG_ANSWERS = {
              (({**SURVIVAL, "SqliteSaver on a file path": "yes"},), "expected a bool"),
              (({"InMemorySaver()": False},), "exactly these keys")],
 }
-
-
-def test_function_stubs_are_not_attempted():
-    assert evaluate("01.2", lambda c: ...).status == NOT_ATTEMPTED
-    assert evaluate("01.3", lambda s: ...).status == NOT_ATTEMPTED

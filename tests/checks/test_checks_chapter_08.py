@@ -89,14 +89,6 @@ def test_unrounded_ratios_and_tuples_are_accepted():
     assert evaluate("08.3", exact).status == PASSED
 
 
-def test_stub_function_is_not_attempted():
-    def ratios_to_sync(samples):
-        return ...
-
-    assert evaluate("08.3", ratios_to_sync).status == NOT_ATTEMPTED
-    assert evaluate("08.2", ...).status == NOT_ATTEMPTED
-
-
 def test_the_learner_input_is_not_what_the_check_keeps():
     def sorts_in_place(samples):
         for values in samples.values():

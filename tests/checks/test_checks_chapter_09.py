@@ -145,15 +145,3 @@ def test_a_replay_from_the_original_checkpoint_also_counts_as_regenerating():
         return dict(branch[last_input + 1].config)
 
     assert evaluate("09.2", oldest_of_the_last_turn).status == PASSED
-
-
-def test_stub_functions_count_as_not_attempted():
-    def stub(graph, config):
-        return ...
-
-    def stub3(graph, config, is_bad):
-        return ...
-
-    assert evaluate("09.2", stub).status == NOT_ATTEMPTED
-    assert evaluate("09.3", stub3).status == NOT_ATTEMPTED
-    assert evaluate("09.1", ...).status == NOT_ATTEMPTED

@@ -1,6 +1,7 @@
 """Every exercise is checked three ways: passes on solutions, 'not attempted' on learner
 copies (read from the stored outputs nbval keeps current), and fails on wrong answers."""
 
+import ast
 import importlib
 import pkgutil
 from pathlib import Path
@@ -10,6 +11,7 @@ import pytest
 from tests.conftest import NOTEBOOKS, SOLUTIONS, read
 from helpers.checks import FAILED, MIME_TYPE, NOT_ATTEMPTED, PASSED, evaluate
 from helpers.checks.protocol import find_checker
+from course.notebook_format import source
 
 TESTS = Path(__file__).resolve().parent
 
@@ -64,6 +66,41 @@ def test_checks_say_not_attempted_on_learner_copies(path):
     assert set(results) == set(exercises_of(path))
     for exercise, bundles in results.items():
         assert [b["status"] for b in bundles] == [NOT_ATTEMPTED], f"{exercise}: {bundles}"
+
+
+def stub_arguments(path):
+    """exercise id -> the arguments its check cell passes, as the learner copy's stub makes them.
+
+    ``answer = ...`` gives Ellipsis; ``def f(...): return ...`` gives a function that
+    returns Ellipsis, whatever it is called with.
+    """
+    cells = read(path).cells
+    found = {}
+    for index, cell in enumerate(cells):
+        exercise = cell.metadata.get("course", {}).get("exercise")
+        if cell.metadata.get("course", {}).get("role") != "check":
+            continue
+        stub = ast.parse(source(cells[index - 1]))
+        defined = {}
+        for node in stub.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                defined[node.name] = lambda *args, **kwargs: ...
+            elif isinstance(node, ast.Assign):
+                defined.update({t.id: ... for t in node.targets if isinstance(t, ast.Name)})
+        call = ast.parse(source(cell)).body[0].value
+        names = [a.id for a in call.args[1:]]
+        assert all(n in defined for n in names), f"{exercise}: the check passes names the stub does not define"
+        found[exercise] = [defined[n] for n in names]
+    return found
+
+
+STUB_CASES = [(e, args) for p in NOTEBOOKS for e, args in sorted(stub_arguments(p).items())]
+
+
+@pytest.mark.parametrize("exercise_id,args", STUB_CASES, ids=[e for e, _ in STUB_CASES])
+def test_the_learner_copys_stub_counts_as_not_attempted(exercise_id, args):
+    """The stub a learner starts from (``...`` or a function returning ``...``) is 'not attempted'."""
+    assert evaluate(exercise_id, *args).status == NOT_ATTEMPTED
 
 
 WRONG_CASES = [(e, args, hint) for e, cases in sorted(all_wrong_answers().items()) for args, hint in cases]

@@ -41,6 +41,11 @@ def test_chapter_follows_the_skeleton(path):
     assert names[-1] == "## Key points", "Key points is the last section"
     assert any(PREDICT.search(source(c)) for c in cells[:at["## Exercises"]] if c.cell_type == "markdown"), \
         "at least one section before the exercises is a 'Predict, then run' heading"
+    later = [p for p in SOLUTIONS if p.name > path.name]
+    if later:
+        key_points = source(cells[at["## Key points"]])
+        assert f"]({later[0].name})" in key_points, \
+            f"Key points end with a link to the next chapter: 'Next: [...]({later[0].name})'"
 
 
 @pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.stem)
