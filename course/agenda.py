@@ -5,7 +5,7 @@
 
 Each chapter states ``**Time:** NN minutes`` in its "In this chapter" cell; the build stores
 it as ``metadata.course.minutes``. A solution that has not been built yet is read from its
-cells directly, so the numbers are always the notebooks' own. tests/test_agenda.py checks
+cells directly, so the numbers are always the notebooks' own. tests/course/test_agenda.py checks
 that INSTRUCTORS.md agrees with them.
 """
 

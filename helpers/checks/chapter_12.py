@@ -1,7 +1,7 @@
 """Checks for chapter 12 (the Agent Server). None of them needs a running server.
 
 12.1's expected outcomes were observed on the pinned langgraph-api / in-memory runtime;
-``tests/test_multitask.py`` re-checks them against a real server, so a version bump
+``tests/helpers/test_multitask.py`` re-checks them against a real server, so a version bump
 that changes the behaviour fails a test instead of silently grading wrong.
 """
 

@@ -1,8 +1,8 @@
 """Wrong answers for chapter 00's exercises must fail with a hint.
 
-Every ``tests/test_checks_chapter_NN.py`` has the same shape: ``WRONG_ANSWERS`` maps an
+Every ``tests/checks/test_checks_chapter_NN.py`` has the same shape: ``WRONG_ANSWERS`` maps an
 exercise id to ``(args, hint)`` cases, where ``args`` is the tuple passed to the check and
-``hint`` a substring the failure message must contain. tests/test_exercises.py runs them all.
+``hint`` a substring the failure message must contain. tests/checks/test_exercises.py runs them all.
 """
 
 

@@ -1,6 +1,6 @@
 """Wrong answers for chapter 10's exercises must fail with a hint; right ones must pass.
 
-Same shape as tests/test_checks_chapter_00.py: ``WRONG_ANSWERS`` maps an exercise id to
+Same shape as tests/checks/test_checks_chapter_00.py: ``WRONG_ANSWERS`` maps an exercise id to
 ``(args, hint)`` cases, where ``args`` is the tuple passed to the check and ``hint`` a
 substring the failure message must contain.
 """

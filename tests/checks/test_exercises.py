@@ -118,4 +118,4 @@ def test_wrong_answer_fails_with_hint(exercise_id, args, hint):
 def test_every_exercise_has_wrong_answer_cases():
     cases = all_wrong_answers()
     missing = [e for p in SOLUTIONS for e in exercises_of(p) if not cases.get(e)]
-    assert not missing, f"add WRONG_ANSWERS cases in tests/test_checks_chapter_NN.py for {missing}"
+    assert not missing, f"add WRONG_ANSWERS cases in tests/checks/test_checks_chapter_NN.py for {missing}"
