@@ -9,7 +9,7 @@ STAMP := $(VENV)/.helpers-installed
 PY := $(VENV)/bin/python
 PORT ?= 8888
 
-.PHONY: lab test build cheatsheet show-then-save bench coverage progress drift grade-course check-python clean-venv
+.PHONY: lab test dev lint build cheatsheet show-then-save bench coverage progress drift grade-course check-python clean-venv
 
 check-python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "This course needs Python 3.11: install it (e.g. pyenv install 3.11) or run 'make PYTHON=/path/to/python3.11 test'."; exit 1; }
@@ -35,6 +35,19 @@ lab: $(STAMP)
 
 test: $(STAMP)
 	@$(PY) -m pytest
+
+# Maintainers: ruff and jupytext (the `dev` extra in pyproject.toml); learners never need them.
+DEV_STAMP := $(VENV)/.dev-installed
+$(DEV_STAMP): $(STAMP) pyproject.toml
+	@$(PY) -m pip install -e '.[dev]' > $(VENV)/install-dev.log 2>&1 \
+	   || { tail -n 30 $(VENV)/install-dev.log; echo "Installing the maintainer extra failed."; exit 1; }
+	@touch $(DEV_STAMP)
+
+dev: $(DEV_STAMP)
+
+lint: $(DEV_STAMP)
+	@$(VENV)/bin/ruff check .
+	@$(PY) -m course.round_trip
 
 build: $(STAMP)
 	@$(PY) -m course.build $(CHAPTERS)
