@@ -119,3 +119,14 @@ def test_every_exercise_has_wrong_answer_cases():
     cases = all_wrong_answers()
     missing = [e for p in SOLUTIONS for e in exercises_of(p) if not cases.get(e)]
     assert not missing, f"add WRONG_ANSWERS cases in tests/checks/test_checks_chapter_NN.py for {missing}"
+
+
+def test_checkers_share_one_naming_style():
+    """A checker is named for what the learner produces: ``check_<thing>``."""
+    from helpers.checks.protocol import _REGISTRY
+
+    for path in SOLUTIONS:
+        for exercise in exercises_of(path):
+            find_checker(exercise)
+    odd = sorted(f"{e}: {f.__name__}" for e, f in _REGISTRY.items() if not f.__name__.startswith("check_"))
+    assert not odd, f"rename these checkers to check_<what the learner produces>: {odd}"
