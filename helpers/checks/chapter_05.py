@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from langgraph.graph.state import CompiledStateGraph
+
 from .protocol import Fail, call_answer, exercise, expect_type
 
 MODES = (None, True, False)
@@ -85,7 +87,7 @@ def _steps(snapshots: Any) -> list[Any]:
     return [s.metadata.get("step") if hasattr(s, "metadata") else s for s in snapshots]
 
 
-def _page_case(earlier_snapshots: Any, graph: Any, config: dict[str, Any], n: int, case: str) -> None:
+def _page_case(earlier_snapshots: Any, graph: CompiledStateGraph, config: dict[str, Any], n: int, case: str) -> None:
     """Compare the learner's page with the truth, and explain the usual mistakes."""
     from helpers.checkpoints import thread_config
 
