@@ -23,18 +23,26 @@ Python 3.11's ``uuid.UUID.time`` decodes every UUID with the version-1 layout (t
 first), so on a v6 ID it returns the fields in the wrong order: :func:`stdlib_time` shows
 that value, :func:`timestamp_100ns` the right one. Notebooks print only properties of IDs
 (versions, decoded steps, deltas, orderings), never the IDs themselves.
+
+Two functions are lessons of chapter 04 and shown there first (``# saved as``):
+:func:`walk_parent_chain` (the parent links, read with ``saver.get_tuple``) and
+:func:`copy_with_new_ids` (what a migration script that mints its own ids does, with
+``saver.put``).
 """
 
 from __future__ import annotations
 
 import random
 import uuid
-from datetime import datetime, timedelta, timezone
-from typing import Any, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
 
 #: 100-ns intervals between the UUID epoch 1582-10-15 and the Unix epoch 1970-01-01.
 GREGORIAN_TO_UNIX_100NS = 0x01B21DD213814000
-UUID_EPOCH = datetime(1582, 10, 15, tzinfo=timezone.utc)
+UUID_EPOCH = datetime(1582, 10, 15, tzinfo=UTC)
 
 #: The bit layout, most significant bit first: (field, first bit, width, what it holds).
 UUID6_LAYOUT = (
@@ -97,9 +105,14 @@ def unix_seconds(value: Any) -> float:
 
 
 def step_of(value: Any) -> int:
-    """The super-step LangGraph wrote into clock_seq (14 bits, read as signed: 0x3FFF is -1)."""
+    """The super-step LangGraph wrote into clock_seq: 0x3FFF is -1, any other value the step itself.
+
+    -1 (the input checkpoint of a thread's first run) is the only negative step, so reading
+    the 14 bits as a signed number would misread real steps from 8192 up. The field wraps:
+    step 16383 reads as -1, step 16389 as 5.
+    """
     seq = fields(value)["clock_seq"]
-    return seq - (1 << 14) if seq >= 1 << 13 else seq
+    return -1 if seq == 0x3FFF else seq
 
 
 def fourth_group(value: Any) -> str:
@@ -145,7 +158,7 @@ def bucket_seconds(seconds: float, limits: Sequence[float] = (1.0,)) -> str:
 
 
 def strictly_increasing(items: Sequence[Any]) -> bool:
-    return all(a < b for a, b in zip(items, items[1:]))
+    return all(a < b for a, b in zip(items, items[1:], strict=False))
 
 
 def generator_profile(name: str, make: Callable[[], Any], n: int = 1000,
@@ -178,22 +191,23 @@ def uuid7_unix_seconds(value: uuid.UUID) -> float:
     return (as_uuid(value).int >> 80) / 1000
 
 
-def parent_chain(saver: Any, config: dict[str, Any]) -> list[dict[str, Any]]:
-    """Walk ``parent_config`` links from the checkpoint ``config`` selects back to the root.
+# saved as helpers.checkpoint_ids.walk_parent_chain (shown in chapter 04)
+def walk_parent_chain(saver: BaseCheckpointSaver, config: dict) -> list[dict]:
+    """Follow ``parent_config`` links from the checkpoint ``config`` selects back to the first.
 
-    Each row: the id, its parent's id (or None), whether the parent is stored, and whether
-    the parent's id sorts before the child's (both None for the root). The walk stops at
-    a missing parent.
+    One row per checkpoint: its id, step and source, its parent's id (None for the first),
+    whether the saver stores that parent, and whether the parent's id sorts before the
+    child's. The walk stops at a parent the saver does not store.
     """
     rows, current = [], saver.get_tuple(config)
     while current is not None:
-        cid = current.config["configurable"]["checkpoint_id"]
-        parent_cfg = current.parent_config
-        parent = saver.get_tuple(parent_cfg) if parent_cfg else None
-        pid = parent_cfg["configurable"]["checkpoint_id"] if parent_cfg else None
-        rows.append({"id": cid, "parent_id": pid, "parent_stored": None if pid is None else parent is not None,
-                     "parent_sorts_first": None if pid is None else pid < cid,
-                     "step": current.metadata.get("step"), "source": current.metadata.get("source")})
+        child_id = current.config["configurable"]["checkpoint_id"]
+        parent_config = current.parent_config          # None for the thread's first checkpoint
+        parent = saver.get_tuple(parent_config) if parent_config else None
+        parent_id = parent_config["configurable"]["checkpoint_id"] if parent_config else None
+        rows.append({"id": child_id, "step": current.metadata.get("step"), "source": current.metadata.get("source"),
+                     "parent_id": parent_id, "parent_stored": None if parent_id is None else parent is not None,
+                     "parent_sorts_first": None if parent_id is None else parent_id < child_id})
         current = parent
     return rows
 
@@ -209,23 +223,22 @@ def labelled(rows: Iterable[dict[str, Any]], labels: dict[str, str], missing: st
     return out
 
 
-def copy_thread(source: Any, target: Any, thread_id: str, new_thread_id: str,
-                mint: Callable[[], Any]) -> dict[str, str]:
-    """Copy a thread's root-namespace checkpoints into ``target``, giving each a new id from ``mint``.
+# saved as helpers.checkpoint_ids.copy_with_new_ids (shown in chapter 04)
+def copy_with_new_ids(source: BaseCheckpointSaver, target: BaseCheckpointSaver, thread_id: str,
+                      new_thread_id: str, mint: Callable[[], object]) -> dict[str, str]:
+    """What a hand-written migration script does: copy a thread, minting a new id per checkpoint.
 
-    This is what a hand-written migration script does. Parents are re-linked to the new
-    ids, oldest first. Returns old id -> new id. (Pending writes are not copied.)
+    Oldest first; each copy's parent is its parent's new id, passed to ``put`` as the
+    config's ``checkpoint_id``. Returns old id -> new id. (Pending writes are not copied.)
     """
     tuples = sorted(source.list({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}),
                     key=lambda t: t.config["configurable"]["checkpoint_id"])
     new_ids: dict[str, str] = {}
     for t in tuples:
-        old = t.config["configurable"]["checkpoint_id"]
-        parent = t.parent_config["configurable"]["checkpoint_id"] if t.parent_config else None
         configurable = {"thread_id": new_thread_id, "checkpoint_ns": ""}
-        if parent is not None:
-            configurable["checkpoint_id"] = new_ids[parent]
-        new_ids[old] = str(mint())
-        checkpoint = {**t.checkpoint, "id": new_ids[old]}
+        if t.parent_config is not None:               # put() records this id as the parent
+            configurable["checkpoint_id"] = new_ids[t.parent_config["configurable"]["checkpoint_id"]]
+        new_ids[t.config["configurable"]["checkpoint_id"]] = str(mint())
+        checkpoint = {**t.checkpoint, "id": new_ids[t.config["configurable"]["checkpoint_id"]]}
         target.put({"configurable": configurable}, checkpoint, dict(t.metadata), dict(checkpoint["channel_versions"]))
     return new_ids

@@ -6,9 +6,11 @@ The graph (no model; every node is a deterministic stand-in)::
     planner:  START -> plan -> search                (a compiled subgraph used as a node)
     search:   START -> find_fares [-> confirm_fare]   (nested inside planner)
 
-``confirm_fare`` calls ``interrupt()`` to ask whether to hold the fare. ``plan`` counts how
-many plans the planner has made (``plans_made``, a key only the planner's state has), so a
-run shows whether the planner remembered an earlier run.
+``confirm_fare`` calls ``interrupt()`` to ask whether to hold the fare. The ``plan`` node
+(:func:`make_plan`) counts how many plans the planner has made (``plans_made``, a key only
+the planner's state has), so a run shows whether the planner remembered an earlier run.
+The graph and its nodes are shown in chapter 05 first (``# saved as``); the rest of this
+module prints namespaces and snapshots in a stable form.
 
 A namespace (``checkpoint_ns``) names the graph level a checkpoint belongs to: ``''`` for
 the root, ``planner:<task-id>`` for the planner, ``planner:<task-id>|search:<task-id>``
@@ -21,15 +23,19 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import Any, Iterable, TypedDict
+from collections.abc import Iterable
+from typing import Any, TypedDict
 
 from langgraph._internal._constants import NS_END, NS_SEP  # private: may move in a future release
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import START, StateGraph
-from langgraph.types import interrupt
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import StateSnapshot, interrupt
 
 TASK_ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
 
+# saved as helpers.namespaces.Trip (this and the next six definitions are shown in chapter 05)
 class Trip(TypedDict, total=False):
     """The root graph's state."""
     request: str
@@ -38,6 +44,7 @@ class Trip(TypedDict, total=False):
     answer: str
 
 
+# saved as helpers.namespaces.PlannerState
 class PlannerState(TypedDict, total=False):
     """The planner's and search graph's state: ``plans_made`` is theirs alone."""
     request: str
@@ -46,30 +53,37 @@ class PlannerState(TypedDict, total=False):
     plans_made: int
 
 
-def plan(state: PlannerState) -> dict[str, Any]:
+# saved as helpers.namespaces.make_plan
+def make_plan(state: PlannerState):
     made = state.get("plans_made", 0) + 1
     return {"plans_made": made, "plan": f"plan #{made}: fly to {state['request']}"}
 
 
-def find_fares(state: PlannerState) -> dict[str, Any]:
+# saved as helpers.namespaces.find_fares
+def find_fares(state: PlannerState):
     return {"fare": f"{state['request']} 180 EUR"}
 
 
-def confirm_fare(state: PlannerState) -> dict[str, Any]:
-    decision = interrupt({"question": "hold this fare?", "fare": state["fare"]})
+# saved as helpers.namespaces.confirm_fare
+def confirm_fare(state: PlannerState):
+    decision = interrupt({"question": "hold this fare?", "fare": state["fare"]})  # pauses here (chapter 07)
     return {"fare": f"{state['fare']} ({'held' if decision else 'released'})"}
 
 
-def answer(state: Trip) -> dict[str, Any]:
+# saved as helpers.namespaces.write_answer
+def write_answer(state: Trip):
     return {"answer": f"{state['plan']}; fare {state['fare']}"}
 
 
-def build_trip_planner(checkpointer: Any = None, *, subgraph_checkpointer: Any = None, confirm: bool = False):
-    """root(planner(search)) compiled with ``checkpointer``; both subgraphs get ``subgraph_checkpointer``.
+# saved as helpers.namespaces.build_trip_planner
+def build_trip_planner(checkpointer: BaseCheckpointSaver | None = None, *, subgraph_checkpointer: bool | None = None,
+                       confirm: bool = False) -> CompiledStateGraph:
+    """root(planner(search)): the root compiled with ``checkpointer``, both subgraphs with ``subgraph_checkpointer``.
 
-    ``subgraph_checkpointer``: None (default: inherit the parent's saver, new namespace per
-    run), True (inherit it with a stable namespace: the subgraph remembers across runs) or
-    False (store no checkpoints for the subgraph).
+    ``subgraph_checkpointer``: None (the default: use the parent's saver, a new namespace per
+    run), True (the parent's saver, one stable namespace: the subgraph remembers across runs)
+    or False (no checkpoints for the subgraph). ``confirm`` adds ``confirm_fare`` after
+    ``find_fares``.
     """
     search = StateGraph(PlannerState)
     search.add_node("find_fares", find_fares)
@@ -78,13 +92,13 @@ def build_trip_planner(checkpointer: Any = None, *, subgraph_checkpointer: Any =
         search.add_node("confirm_fare", confirm_fare)
         search.add_edge("find_fares", "confirm_fare")
     planner = StateGraph(PlannerState)
-    planner.add_node("plan", plan)
-    planner.add_node("search", search.compile(checkpointer=subgraph_checkpointer))
+    planner.add_node("plan", make_plan)
+    planner.add_node("search", search.compile(checkpointer=subgraph_checkpointer))  # a compiled graph is a node
     planner.add_edge(START, "plan")
     planner.add_edge("plan", "search")
     root = StateGraph(Trip)
     root.add_node("planner", planner.compile(checkpointer=subgraph_checkpointer))
-    root.add_node("answer", answer)
+    root.add_node("answer", write_answer)
     root.add_edge(START, "planner")
     root.add_edge("planner", "answer")
     return root.compile(checkpointer=checkpointer)
@@ -114,7 +128,7 @@ def ns_shape(ns: str) -> str:
     return NS_SEP.join(segments)
 
 
-def namespace_rows(saver: Any, config: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+def namespace_rows(saver: BaseCheckpointSaver, config: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """Checkpoints the saver holds, grouped by namespace shape (all threads if config is None)."""
     namespaces: dict[str, set[str]] = {}
     counts: Counter[str] = Counter()
@@ -127,7 +141,7 @@ def namespace_rows(saver: Any, config: dict[str, Any] | None = None) -> list[dic
     return [{"namespace": s, "distinct namespaces": len(namespaces[s]), "checkpoints": counts[s]} for s in order]
 
 
-def snapshot_tree(snapshot: Any, depth: int = 0) -> list[str]:
+def snapshot_tree(snapshot: StateSnapshot, depth: int = 0) -> list[str]:
     """Lines describing a StateSnapshot and the nested snapshots in its tasks (``subgraphs=True``)."""
     pad = "    " * depth
     ns = snapshot.config["configurable"].get("checkpoint_ns", "")
@@ -141,7 +155,7 @@ def snapshot_tree(snapshot: Any, depth: int = 0) -> list[str]:
     return lines
 
 
-def print_snapshot_tree(snapshot: Any) -> None:
+def print_snapshot_tree(snapshot: StateSnapshot) -> None:
     print("\n".join(snapshot_tree(snapshot)))
 
 

@@ -1,61 +1,30 @@
 """Checks for chapter 03 (super-steps).
 
 03.1 compares a prediction with the steps a real run of the chapter's booking graph takes
-(rebuilt here, so the check does not depend on notebook variables). 03.2 and 03.3 call the
-learner's function directly on edge cases, then run it inside a real graph.
+(``helpers.step_timeline.build_booking_flow``, the graph the chapter shows, so the check
+does not depend on notebook variables). 03.2 and 03.3 call the learner's function
+directly on edge cases, then run it inside a real graph.
 """
 
 from __future__ import annotations
 
 import copy
-import operator
-from functools import lru_cache
-from typing import Annotated, Any, Callable, TypedDict
+from collections.abc import Callable
+from functools import cache
+from typing import Annotated, Any, TypedDict
 
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
 
-from ..step_timeline import timeline_rows
+from ..step_timeline import build_booking_flow, timeline_rows
 from .protocol import Fail, call_answer, exercise, expect_type
 
-FARES = {"BER-LIS": 180, "BER-SYD": 1450}
-APPROVAL_LIMIT = 500
 
-
-class Booking(TypedDict, total=False):
-    route: str
-    seat: str
-    fare: int
-    seen: Annotated[list, operator.add]
-    status: str
-    approved: bool
-
-
-def build_booking_graph(router: Callable[[Any], str] | None = None, checkpointer: Any = None) -> Any:
-    """The chapter's booking graph: two parallel lookups, quote, then a conditional edge."""
-    def default_router(state: Any) -> str:
-        return "request_approval" if state["fare"] > APPROVAL_LIMIT else "book"
-
-    builder = StateGraph(Booking)
-    builder.add_node("lookup_seat", lambda state: {"seat": "12A", "seen": ["lookup_seat"]})
-    builder.add_node("lookup_fare", lambda state: {"fare": FARES.get(state["route"], state.get("fare", 0)),
-                                                   "seen": ["lookup_fare"]})
-    builder.add_node("quote", lambda state: {"seen": ["quote"]})
-    builder.add_node("book", lambda state: {"status": "booked"})
-    builder.add_node("request_approval", lambda state: {"status": "waiting for approval"})
-    builder.add_edge(START, "lookup_seat")
-    builder.add_edge(START, "lookup_fare")
-    builder.add_edge(["lookup_seat", "lookup_fare"], "quote")
-    builder.add_conditional_edges("quote", router or default_router, ["book", "request_approval"])
-    builder.add_edge("book", END)
-    builder.add_edge("request_approval", END)
-    return builder.compile(checkpointer=checkpointer)
-
-
-@lru_cache(maxsize=None)
+@cache
 def steps_of_run(route: str) -> dict[str, int]:
-    """{node: step} for the business nodes of a real run on ``route``."""
-    graph = build_booking_graph(checkpointer=InMemorySaver())
+    """{node: step} for the business nodes of a real run of the chapter's booking graph on ``route``."""
+    graph = build_booking_flow(InMemorySaver())
     config = {"configurable": {"thread_id": f"check-03-1-{route}"}}
     graph.invoke({"route": route}, config)
     return {node: row["step"] for row in timeline_rows(graph, config) for node in row["nodes run"]
@@ -67,7 +36,7 @@ def steps_of_run(route: str) -> dict[str, int]:
 
 
 @exercise("03.1")
-def predict_steps(answer: Any) -> str:
+def check_steps_by_node(answer: Any) -> str:
     expect_type(answer, dict, "node name -> step number")
     truth = steps_of_run("BER-LIS")
     answer = {k: v for k, v in answer.items() if k != "__start__"}  # harmless if included
@@ -106,10 +75,9 @@ REDUCER_CASES = [
 ]
 
 
-
-
-def _fan_out_with(reducer: Callable[[Any, Any], Any]) -> Any:
-    fares_state = TypedDict("FaresState", {"route": str, "fares": Annotated[dict, reducer]}, total=False)
+def _fan_out_with(reducer: Callable[[Any, Any], Any]) -> CompiledStateGraph:
+    # functional syntax: the annotation must hold this very reducer object, not a string
+    fares_state = TypedDict("FaresState", {"route": str, "fares": Annotated[dict, reducer]}, total=False)  # noqa: UP013
     builder = StateGraph(fares_state)
     builder.add_node("fares_a", lambda state: {"fares": {"LH": 420, "TP": 510}})
     builder.add_node("fares_b", lambda state: {"fares": {"TP": 380, "AF": 610}})
@@ -121,14 +89,14 @@ def _fan_out_with(reducer: Callable[[Any, Any], Any]) -> Any:
 
 
 @exercise("03.2")
-def cheapest_reducer(keep_cheapest: Any) -> str:
+def check_keep_cheapest(keep_cheapest: Any) -> str:
     for current, new, expected in REDUCER_CASES:
         before = copy.deepcopy(current)
         try:
             result = call_answer(keep_cheapest, current, new, what="keep_cheapest(current, new)")
         except TypeError as exc:
             raise Fail(f"keep_cheapest({current}, {new}) raised TypeError ({exc}); the values are dicts: "
-                       "operator.add does not work on dicts, merge them key by key")
+                       "operator.add does not work on dicts, merge them key by key") from None
         expect_type(result, dict, f"the merged fares for keep_cheapest({current}, {new})")
         if current != before:
             raise Fail(f"keep_cheapest changed `current` in place ({before} became {current}); copy it first, "
@@ -163,19 +131,19 @@ ROUTE_CASES = [
 
 
 @exercise("03.3")
-def route_by_state(route_booking: Any) -> str:
+def check_route_booking(route_booking: Any) -> str:
     for state, expected, why in ROUTE_CASES:
         try:
             result = call_answer(route_booking, dict(state), what="route_booking(state)")
         except KeyError as exc:
             raise Fail(f"route_booking({state}) raised KeyError {exc}; the 'approved' key may be missing: "
-                       "use state.get('approved')")
+                       "use state.get('approved')") from None
         expect_type(result, str, f"a node name for route_booking({state})")
         if result not in ("book", "request_approval"):
             raise Fail(f"route_booking({state}) returned {result!r}; return a node name: 'book' or 'request_approval'")
         if result != expected:
             raise Fail(f"route_booking({state}) returned {result!r}, expected {expected!r}: {why}")
-    graph = build_booking_graph(router=route_booking)
+    graph = build_booking_flow(router=route_booking)
     runs = {route: graph.invoke({"route": route})["status"] for route in ("BER-LIS", "BER-SYD")}
     approved = graph.invoke({"route": "BER-SYD", "approved": True})["status"]
     if runs != {"BER-LIS": "booked", "BER-SYD": "waiting for approval"} or approved != "booked":

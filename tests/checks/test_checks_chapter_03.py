@@ -2,7 +2,6 @@
 
 import operator
 
-
 from helpers.checks import PASSED, evaluate
 
 

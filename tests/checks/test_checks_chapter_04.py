@@ -1,11 +1,9 @@
 """Wrong answers for chapter 04's exercises must fail with a hint (see test_checks_chapter_00)."""
 
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
-import pytest
-
-from helpers.checks import NOT_ATTEMPTED, evaluate
+from helpers.checks import PASSED, evaluate
 
 
 def step_unsigned(cid):
@@ -33,7 +31,7 @@ def step_raises(cid):
 
 
 def minted_stdlib(cid):
-    return datetime(1582, 10, 15, tzinfo=timezone.utc) + timedelta(microseconds=uuid.UUID(cid).time // 10)
+    return datetime(1582, 10, 15, tzinfo=UTC) + timedelta(microseconds=uuid.UUID(cid).time // 10)
 
 
 def _v6_count(cid):
@@ -42,11 +40,11 @@ def _v6_count(cid):
 
 
 def minted_unix_epoch(cid):
-    return datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(microseconds=_v6_count(cid) // 10)
+    return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=_v6_count(cid) // 10)
 
 
 def minted_wrong_unit(cid):
-    return datetime(1582, 10, 15, tzinfo=timezone.utc) + timedelta(microseconds=_v6_count(cid) // 1000)
+    return datetime(1582, 10, 15, tzinfo=UTC) + timedelta(microseconds=_v6_count(cid) // 1000)
 
 
 def minted_as_float(cid):
@@ -57,45 +55,88 @@ def _config(thread_id, checkpoint_id):
     return {"configurable": {"thread_id": thread_id, "checkpoint_id": checkpoint_id}}
 
 
-def guard_format_only(saver, thread_id, checkpoint_id):
+def step_sign_rule(cid):
+    seq = int(cid.split("-")[3], 16) & 0x3FFF
+    return seq - 0x4000 if seq >= 0x2000 else seq  # misreads real steps from 8192 up
+
+
+def _owned_thread(conversations, user_id, conversation_id):
+    row = conversations.get(conversation_id)
+    if row is None or row["user_id"] != user_id:
+        raise PermissionError("not yours")
+    return row["thread_id"]
+
+
+def guard_right(saver, conversations, user_id, conversation_id, checkpoint_id):
+    config = _config(_owned_thread(conversations, user_id, conversation_id), checkpoint_id)
+    if saver.get_tuple(config) is None:
+        raise LookupError(checkpoint_id)
+    return config
+
+
+def guard_no_owner_check(saver, conversations, user_id, conversation_id, checkpoint_id):
+    row = conversations.get(conversation_id)
+    if row is None:
+        raise PermissionError("unknown")
+    config = _config(row["thread_id"], checkpoint_id)
+    if saver.get_tuple(config) is None:
+        raise LookupError(checkpoint_id)
+    return config
+
+
+def guard_conversation_as_thread(saver, conversations, user_id, conversation_id, checkpoint_id):
+    _owned_thread(conversations, user_id, conversation_id)
+    return _config(conversation_id, checkpoint_id)
+
+
+def guard_key_error_for_unknown(saver, conversations, user_id, conversation_id, checkpoint_id):
+    row = conversations[conversation_id]
+    if row["user_id"] != user_id:
+        raise PermissionError("not yours")
+    return guard_right(saver, conversations, user_id, conversation_id, checkpoint_id)
+
+
+def guard_format_only(saver, conversations, user_id, conversation_id, checkpoint_id):
+    thread = _owned_thread(conversations, user_id, conversation_id)
     if uuid.UUID(checkpoint_id).version != 6:
         raise LookupError(checkpoint_id)
-    return _config(thread_id, checkpoint_id)
+    return _config(thread, checkpoint_id)
 
 
-def guard_any_thread(saver, thread_id, checkpoint_id):
+def guard_any_thread(saver, conversations, user_id, conversation_id, checkpoint_id):
+    thread = _owned_thread(conversations, user_id, conversation_id)
     if not any(t.config["configurable"]["checkpoint_id"] == checkpoint_id for t in saver.list(None)):
         raise LookupError(checkpoint_id)
-    return _config(thread_id, checkpoint_id)
+    return _config(thread, checkpoint_id)
 
 
-def guard_returns_none(saver, thread_id, checkpoint_id):
-    config = _config(thread_id, checkpoint_id)
+def guard_returns_none(saver, conversations, user_id, conversation_id, checkpoint_id):
+    config = _config(_owned_thread(conversations, user_id, conversation_id), checkpoint_id)
     return config if saver.get_tuple(config) else None
 
 
-def guard_value_error(saver, thread_id, checkpoint_id):
-    config = _config(thread_id, checkpoint_id)
+def guard_value_error(saver, conversations, user_id, conversation_id, checkpoint_id):
+    config = _config(_owned_thread(conversations, user_id, conversation_id), checkpoint_id)
     if saver.get_tuple(config) is None:
         raise ValueError("unknown checkpoint")
     return config
 
 
-def guard_drops_id(saver, thread_id, checkpoint_id):
-    if saver.get_tuple(_config(thread_id, checkpoint_id)) is None:
-        raise LookupError(checkpoint_id)
-    return {"configurable": {"thread_id": thread_id}}
+def guard_drops_id(saver, conversations, user_id, conversation_id, checkpoint_id):
+    config = guard_right(saver, conversations, user_id, conversation_id, checkpoint_id)
+    return {"configurable": {"thread_id": config["configurable"]["thread_id"]}}
 
 
-def guard_rejects_all(saver, thread_id, checkpoint_id):
+def guard_rejects_all(saver, conversations, user_id, conversation_id, checkpoint_id):
     raise LookupError(checkpoint_id)
 
 
 WRONG_ANSWERS = {
     "04.1": [
-        ((step_unsigned,), "subtract 0x4000"),
+        ((step_unsigned,), "return -1 for it"),
+        ((step_sign_rule,), "only 0x3FFF means -1"),
         ((step_with_variant,), "variant bits"),
-        ((step_minus_8000,), "subtract 0x4000"),
+        ((step_minus_8000,), "return -1 for it"),
         ((step_wrong_group,), "4th dash-separated group"),
         ((step_as_text,), "expected an int"),
         ((step_raises,), "raised AttributeError"),
@@ -108,31 +149,38 @@ WRONG_ANSWERS = {
         ((minted_as_float,), "expected a datetime"),
     ],
     "04.3": [
+        ((guard_no_owner_check,), "the conversation is not Bo's"),
+        ((guard_conversation_as_thread,), "conversation id as the thread id"),
+        ((guard_key_error_for_unknown,), "raised KeyError; raise PermissionError"),
         ((guard_format_only,), "well-formed ID can still be invented"),
         ((guard_any_thread,), "in another thread"),
         ((guard_returns_none,), "returned None"),
         ((guard_value_error,), "raised ValueError"),
         ((guard_drops_id,), "'checkpoint_id': checkpoint_id"),
-        ((guard_rejects_all,), "a stored checkpoint must give back its config"),
+        ((guard_rejects_all,), "a stored checkpoint of a conversation the caller owns"),
         (({"configurable": {}},), "expected a function"),
     ],
 }
 
 
-def stub(*args):
-    return ...
-
-
 def test_naive_utc_datetime_is_accepted():
     def minted_naive(cid):
         return datetime(1582, 10, 15) + timedelta(microseconds=_v6_count(cid) // 10)
-    assert evaluate("04.2", minted_naive).status == "passed"
+    assert evaluate("04.2", minted_naive).status == PASSED
 
 
 def test_guard_solution_and_keyerror_pass():
-    def guard(saver, thread_id, checkpoint_id):
-        config = _config(thread_id, checkpoint_id)
+    def guard_key_error(saver, conversations, user_id, conversation_id, checkpoint_id):
+        config = _config(_owned_thread(conversations, user_id, conversation_id), checkpoint_id)
         if saver.get_tuple(config) is None:
             raise KeyError(checkpoint_id)
         return config
-    assert evaluate("04.3", guard).status == "passed"
+    assert evaluate("04.3", guard_right).status == PASSED
+    assert evaluate("04.3", guard_key_error).status == PASSED
+
+
+def test_decode_step_solution_passes():
+    def decode_step(cid):
+        seq = int(cid.split("-")[3], 16) & 0x3FFF
+        return -1 if seq == 0x3FFF else seq
+    assert evaluate("04.1", decode_step).status == PASSED

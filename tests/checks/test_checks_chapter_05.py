@@ -1,8 +1,6 @@
 """Wrong answers for chapter 05's exercises must fail with a hint (see test_checks_chapter_00)."""
 
-import pytest
-
-from helpers.checks import NOT_ATTEMPTED, PASSED, evaluate
+from helpers.checks import PASSED, evaluate
 
 
 def path_split_colon(ns):
@@ -25,15 +23,36 @@ def path_as_string(ns):
     return ns.replace("|", "/")
 
 
-def history_with_id(graph, config):
-    return list(graph.get_state_history(config))
+def _without_id(config):
+    return {**config, "configurable": {k: v for k, v in config["configurable"].items() if k != "checkpoint_id"}}
 
 
-def history_root_only(graph, config):
-    return list(graph.get_state_history({"configurable": {"thread_id": config["configurable"]["thread_id"]}}))
+def page_right(graph, config, n):
+    return list(graph.get_state_history(_without_id(config), before=config, limit=n))
 
 
-def history_raises(graph, config):
+def page_keeps_id(graph, config, n):
+    return list(graph.get_state_history(config, before=config, limit=n))
+
+
+def page_no_before(graph, config, n):
+    return list(graph.get_state_history(_without_id(config), limit=n))
+
+
+def page_no_limit(graph, config, n):
+    return list(graph.get_state_history(_without_id(config), before=config))
+
+
+def page_root_only(graph, config, n):
+    root = {"configurable": {"thread_id": config["configurable"]["thread_id"]}}
+    return list(graph.get_state_history(root, before=config, limit=n))
+
+
+def page_oldest_first(graph, config, n):
+    return list(reversed(page_right(graph, config, n)))
+
+
+def page_raises(graph, config, n):
     return list(graph.get_state_history(config["configurable"]["checkpoint_id"]))
 
 
@@ -85,9 +104,12 @@ WRONG_ANSWERS = {
         (({None: "7", True: 3, False: 1},), "expected an int"),
     ],
     "05.3": [
-        ((history_with_id,), "drop checkpoint_id"),
-        ((history_root_only,), "keep checkpoint_ns"),
-        ((history_raises,), "raised"),
+        ((page_keeps_id,), "exact-match filter"),
+        ((page_no_before,), "pass before=config"),
+        ((page_no_limit,), "pass limit=n"),
+        ((page_root_only,), "keep checkpoint_ns"),
+        ((page_oldest_first,), "newest first"),
+        ((page_raises,), "raised"),
     ],
     "05.4": [
         ((resolve_concat,), "guessable"),
@@ -99,8 +121,8 @@ WRONG_ANSWERS = {
 }
 
 
-def stub(*args):
-    return ...
+def test_page_solution_passes():
+    assert evaluate("05.3", page_right).status == PASSED
 
 
 def test_string_keys_are_accepted_for_05_2():

@@ -3,31 +3,37 @@
 import itertools
 import time
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import uuid6 as uuid6_package
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 from langgraph.checkpoint.base.id import uuid6
 from langgraph.checkpoint.memory import InMemorySaver
 
 from helpers import checkpoint_ids as cid
 from helpers.travel_graphs import build_chat_graph, say
 
-WHEN = datetime(2025, 3, 14, 9, 26, 53, 123456, tzinfo=timezone.utc)
+WHEN = datetime(2025, 3, 14, 9, 26, 53, 123456, tzinfo=UTC)
 
 
-@given(step=st.integers(min_value=-1, max_value=8191))
+@given(step=st.integers(min_value=-1, max_value=16382))
 def test_step_and_fourth_group_round_trip(step):
     made = uuid6(clock_seq=step)
     assert cid.step_of(made) == step
     assert cid.fourth_group(made) == cid.expected_fourth_group(step)
 
 
+def test_steps_wrap_after_14_bits():
+    assert [cid.step_of(uuid6(clock_seq=s)) for s in (8191, 8192, 16382, 16383, 16389)] == [8191, 8192, 16382, -1, 5]
+
+
 def test_fourth_group_examples():
     assert [cid.expected_fourth_group(s) for s in (-1, 0, 3, 16389)] == ["bfff", "8000", "8003", "8005"]
 
 
-@given(when=st.datetimes(min_value=datetime(1600, 1, 1), max_value=datetime(5000, 1, 1), timezones=st.just(timezone.utc)),
+@given(when=st.datetimes(min_value=datetime(1600, 1, 1), max_value=datetime(5000, 1, 1),
+                         timezones=st.just(UTC)),
        seq=st.integers(0, 0x3FFF), node=st.integers(0, 2**48 - 1))
 def test_specimen_matches_the_uuid6_package(when, seq, node):
     made = cid.make_uuid6(when, seq, node)
@@ -77,7 +83,7 @@ def _thread():
 
 def test_parent_chain_links_and_order():
     saver, _ = _thread()
-    rows = cid.parent_chain(saver, {"configurable": {"thread_id": "t"}})
+    rows = cid.walk_parent_chain(saver, {"configurable": {"thread_id": "t"}})
     assert [r["step"] for r in rows] == [4, 3, 2, 1, 0, -1]
     assert all(r["parent_stored"] and r["parent_sorts_first"] for r in rows[:-1])
     assert rows[-1]["parent_id"] is None and rows[-1]["parent_stored"] is None
@@ -85,17 +91,19 @@ def test_parent_chain_links_and_order():
     assert cid.labelled(rows, labels)[0]["parent_id"] == "X1"
 
 
-def test_copy_thread_keeps_order_with_uuid6_and_scrambles_with_uuid4():
+def test_copy_with_new_ids_keeps_order_with_uuid6_and_scrambles_with_uuid4():
     saver, _ = _thread()
     for mint, latest_step in [(lambda: uuid6(clock_seq=0), 4)]:
         target = InMemorySaver()
-        mapping = cid.copy_thread(saver, target, "t", "copy", mint)
+        mapping = cid.copy_with_new_ids(saver, target, "t", "copy", mint)
         assert len(mapping) == 6
-        assert build_chat_graph(target).get_state({"configurable": {"thread_id": "copy"}}).metadata["step"] == latest_step
+        latest = build_chat_graph(target).get_state({"configurable": {"thread_id": "copy"}})
+        assert latest.metadata["step"] == latest_step
     seeded = (cid.seeded_uuid4(n) for n in itertools.count(1))
     target = InMemorySaver()
-    cid.copy_thread(saver, target, "t", "copy", lambda: next(seeded))
-    steps = [s.metadata["step"] for s in build_chat_graph(target).get_state_history({"configurable": {"thread_id": "copy"}})]
+    cid.copy_with_new_ids(saver, target, "t", "copy", lambda: next(seeded))
+    history = build_chat_graph(target).get_state_history({"configurable": {"thread_id": "copy"}})
+    steps = [s.metadata["step"] for s in history]
     assert sorted(steps) == [-1, 0, 1, 2, 3, 4] and steps != [4, 3, 2, 1, 0, -1]
 
 

@@ -37,7 +37,7 @@ def test_subgraph_checkpointer_modes(mode, shapes, plans):
     _, saver, _, got_plans = _run(mode)
     rows = nsp.namespace_rows(saver)
     assert {r["namespace"]: (r["distinct namespaces"], r["checkpoints"]) for r in rows} == shapes
-    assert [p.startswith(f"plan #{n}:") for p, n in zip(got_plans, plans)] == [True, True]
+    assert [p.startswith(f"plan #{n}:") for p, n in zip(got_plans, plans, strict=True)] == [True, True]
     assert rows[0]["namespace"] == "''"
 
 

@@ -1,6 +1,7 @@
-"""helpers.step_timeline: timeline rows, the plot's data, and step-ordered stream views."""
+"""helpers.step_timeline: the booking flow, timeline rows, the plot's data, step-ordered stream views, the trace."""
 
 import operator
+import sys
 import threading
 from typing import Annotated, TypedDict
 
@@ -12,7 +13,20 @@ import matplotlib.pyplot as plt  # noqa: E402
 from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
 from langgraph.graph import END, START, StateGraph  # noqa: E402
 
-from helpers.step_timeline import debug_events, draw_timeline, timeline_points, timeline_rows, updates_by_step  # noqa: E402
+from helpers.step_timeline import (  # noqa: E402
+    book,
+    build_booking_flow,
+    debug_events,
+    draw_timeline,
+    lookup_fare,
+    lookup_seat,
+    quote,
+    request_approval,
+    timeline_points,
+    timeline_rows,
+    trace_runtime,
+    updates_by_step,
+)
 from helpers.travel_graphs import build_chat_graph, say  # noqa: E402
 
 
@@ -93,3 +107,51 @@ def test_stream_views_do_not_depend_on_which_parallel_node_finishes_first():
         (1, "plan", "a"), (1, "plan", "b"), (1, "execute", "a"), (1, "execute", "b"), (1, "update+save", "-")]
     assert [e["detail"] for e in events if e["phase"] == "update+save"] == [
         "source=input next=__start__", "source=loop next=a,b", "source=loop next=c", "source=loop next=()"]
+
+
+def test_booking_flow_routes_by_fare_and_takes_a_router():
+    graph = build_booking_flow(InMemorySaver())
+    assert graph.invoke({"route": "BER-LIS"}, {"configurable": {"thread_id": "lis"}})["status"] == "booked"
+    syd = graph.invoke({"route": "BER-SYD"}, {"configurable": {"thread_id": "syd"}})
+    assert syd["status"] == "waiting for approval"
+    assert sorted(syd["seen"]) == ["lookup_fare saw seat=None", "lookup_seat saw fare=None",
+                                   "quote saw seat=12A fare=1450"]
+    always_book = build_booking_flow(router=lambda state: "book")
+    assert always_book.invoke({"route": "BER-SYD"})["status"] == "booked"
+
+
+def test_trace_runtime_lists_a_resume_in_order_without_changing_it():
+    class Stop(Exception):
+        pass
+
+    def quote_that_fails(state):
+        raise Stop
+
+    saver = InMemorySaver()
+    config = {"configurable": {"thread_id": "t"}}
+    try:
+        build_booking_flow(saver, quote_node=quote_that_fails).invoke({"route": "BER-SYD"}, config,
+                                                                       durability="sync")
+    except Stop:
+        pass
+    graph = build_booking_flow(saver)
+    nodes = [lookup_seat, lookup_fare, quote, book, request_approval]
+    trace = trace_runtime(lambda: graph.invoke(None, config, durability="sync"), nodes)
+    ordered = [(row["call"], row["thread"], row["detail"]) for row in trace if row["call"] != "saver.put_writes"]
+    assert ordered == [
+        ("saver.get_tuple", "main", "checkpoint of step 1"),
+        ("prepare_next_tasks", "main", "tasks: quote"),
+        ("quote", "main", ""),
+        ("apply_writes", "main", "updated: branch:to:request_approval, seen"),
+        ("create_checkpoint", "main", "checkpoint of step 2"),
+        ("saver.put", "background", "checkpoint of step 2"),
+        ("prepare_next_tasks", "main", "tasks: request_approval"),
+        ("request_approval", "main", ""),
+        ("apply_writes", "main", "updated: status"),
+        ("create_checkpoint", "main", "checkpoint of step 3"),
+        ("saver.put", "background", "checkpoint of step 3"),
+        ("prepare_next_tasks", "main", "no tasks: the run ends"),
+    ]
+    assert sum(row["call"] == "saver.put_writes" for row in trace) == 2
+    assert graph.get_state(config).values["status"] == "waiting for approval"
+    assert sys.getprofile() is None and threading.getprofile() is None

@@ -24,11 +24,13 @@ def test_owner_gets_a_stable_thread_per_graph():
     assert chat == directory.config_for("acme", "ana", conv, graph="chat")
     fares = directory.config_for("acme", "ana", conv, graph="fare_desk")
     assert chat["configurable"]["thread_id"] != fares["configurable"]["thread_id"]
-    assert directory.threads_of_tenant("acme") == sorted([chat["configurable"]["thread_id"], fares["configurable"]["thread_id"]])
+    both = [chat["configurable"]["thread_id"], fares["configurable"]["thread_id"]]
+    assert directory.threads_of_tenant("acme") == sorted(both)
     assert directory.threads_of_tenant("globex") == []
 
 
-@pytest.mark.parametrize("tenant,user,conversation", [("globex", "ana", None), ("acme", "bo", None), ("acme", "ana", "nope"), ("acme", "ana", "")])
+@pytest.mark.parametrize("tenant,user,conversation", [("globex", "ana", None), ("acme", "bo", None),
+                                                       ("acme", "ana", "nope"), ("acme", "ana", "")])
 def test_foreign_and_unknown_conversations_get_the_same_refusal(tenant, user, conversation):
     directory = ThreadDirectory()
     conv = directory.open_conversation("acme", "ana")
@@ -67,7 +69,8 @@ def test_graphs_sharing_a_saver_are_isolated_by_the_directory():
     chat, fare_desk = build_chat_graph(saver), build_fare_desk_graph(saver)
     conv = directory.open_conversation("acme", "ana")
     chat.invoke({"messages": [HumanMessage("I prefer a window seat")]}, directory.config_for("acme", "ana", conv))
-    reply = fare_desk.invoke({"messages": [HumanMessage("Fares?")]}, directory.config_for("acme", "ana", conv, "fare_desk"))
+    reply = fare_desk.invoke({"messages": [HumanMessage("Fares?")]},
+                             directory.config_for("acme", "ana", conv, "fare_desk"))
     assert "I see 1 message(s)" in reply["messages"][-1].content
 
 
