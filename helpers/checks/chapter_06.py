@@ -2,15 +2,30 @@
 
 from __future__ import annotations
 
+import tempfile
+import uuid
+from collections.abc import Callable
 from typing import Any, TypedDict
 
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import ExecutionInfo
+from langgraph.types import RetryPolicy, StateSnapshot
 
-from ..fare_lookup_graphs import (BookingService, LookupProbe, WriteWatchSaver, book_with_retry,
-                                  build_booking_graph, build_lookup_graph, run_until_failure)
-from .protocol import Fail, call_answer, exercise, expect_type
+from ..fare_lookup_graphs import (
+    Airline,
+    BookState,
+    FlakyDesk,
+    LookupState,
+    WriteWatchSaver,
+    booking_crash_trials,
+    build_booking_graph,
+    build_lookup_graph,
+    execution_info,
+    run_until_failure,
+)
+from .protocol import Fail, NotAttempted, call_answer, exercise, expect_type
 
 # -- 06.1 ------------------------------------------------------------------------------
 
@@ -18,7 +33,7 @@ EXPECTED_CALLS = {"lookup_seat": 1, "lookup_fare": 3, "lookup_bags": 1, "price_t
 
 
 @exercise("06.1")
-def predict_three_lookups(answer: Any) -> str:
+def check_predicted_calls(answer: Any) -> str:
     expect_type(answer, dict, "node name -> number of calls")
     missing = sorted(set(EXPECTED_CALLS) - set(answer))
     if missing:
@@ -49,17 +64,30 @@ def _reject_route(state: _RouteState) -> dict[str, Any]:
     raise ValueError(f"unknown route {state['route']!r}")
 
 
-def _lookup_snapshot(nodes: tuple[str, ...], failing: str, *, resume: bool = False) -> Any:
-    probe = LookupProbe({failing: 1})
-    graph = build_lookup_graph(WriteWatchSaver(InMemorySaver(), probe), probe, nodes)
+def _three_lookups(desk: FlakyDesk) -> CompiledStateGraph:
+    builder = StateGraph(LookupState)
+    builder.add_node("lookup_seat", lambda state: {"seat": desk.find_seat(state["route"])})
+    builder.add_node("lookup_fare", lambda state: {"fare": desk.quote_fare(state["route"])})
+    builder.add_node("lookup_bags", lambda state: {"bags": desk.find_bags(state["route"])})
+    for name in ("lookup_seat", "lookup_fare", "lookup_bags"):
+        builder.add_edge(START, name)
+        builder.add_edge(name, END)
+    return builder.compile(checkpointer=WriteWatchSaver(InMemorySaver(), desk))
+
+
+def _lookup_snapshot(failing: str, *, three: bool = False, resume: bool = False) -> StateSnapshot:
+    services = ("find_seat", "quote_fare", "find_bags") if three else ("find_seat", "quote_fare")
+    desk = FlakyDesk({failing: 1}, services)
+    graph = (_three_lookups(desk) if three
+             else build_lookup_graph(WriteWatchSaver(InMemorySaver(), desk), desk.find_seat, desk.quote_fare))
     config = {"configurable": {"thread_id": "diagnose"}}
-    run_until_failure(graph, {"route": "PEK-SFO"}, config, probe)
+    run_until_failure(graph, {"route": "PEK-SFO"}, config, desk)
     if resume:
         graph.invoke(None, config)
     return graph.get_state(config)
 
 
-def _value_error_snapshot() -> Any:
+def _value_error_snapshot() -> StateSnapshot:
     builder = StateGraph(_RouteState)
     builder.add_node("check_route", _reject_route)
     builder.add_edge(START, "check_route")
@@ -73,37 +101,36 @@ def _value_error_snapshot() -> Any:
     return graph.get_state(config)
 
 
-def _diagnosis_cases() -> list[tuple[str, Any, dict[str, Any]]]:
+def _diagnosis_cases() -> list[tuple[str, StateSnapshot, dict[str, Any]]]:
     return [
-        ("the seat/fare step of this chapter", _lookup_snapshot(("lookup_seat", "lookup_fare"), "lookup_fare"),
+        ("the seat/fare step of this chapter", _lookup_snapshot("quote_fare"),
          {"failed": {"lookup_fare": "TimeoutError"}, "saved": ["lookup_seat"]}),
-        ("three lookups where the seat lookup failed",
-         _lookup_snapshot(("lookup_seat", "lookup_fare", "lookup_bags"), "lookup_seat"),
+        ("three lookups where the seat lookup failed", _lookup_snapshot("find_seat", three=True),
          {"failed": {"lookup_seat": "TimeoutError"}, "saved": ["lookup_bags", "lookup_fare"]}),
         ("a one-node graph that raised ValueError", _value_error_snapshot(),
          {"failed": {"check_route": "ValueError"}, "saved": []}),
-        ("a thread that was resumed and completed",
-         _lookup_snapshot(("lookup_seat", "lookup_fare"), "lookup_fare", resume=True),
+        ("a thread that was resumed and completed", _lookup_snapshot("quote_fare", resume=True),
          {"failed": {}, "saved": []}),
     ]
 
 
 @exercise("06.2")
-def diagnose_failed_step(diagnose: Any) -> str:
+def check_diagnose(diagnose: Any) -> str:
     for label, snapshot, expected in _diagnosis_cases():
         got = call_answer(diagnose, snapshot, what="diagnose(snapshot)")
         expect_type(got, dict, "{'failed': {...}, 'saved': [...]}")
         missing = sorted({"failed", "saved"} - set(got))
         if missing:
-            raise Fail(f"the result has no key(s) {missing}; return {{'failed': {{node: error_type}}, 'saved': [nodes]}}")
+            raise Fail(f"the result has no key(s) {missing}; "
+                       "return {'failed': {node: error_type}, 'saved': [nodes]}")
         expect_type(got["failed"], dict, "'failed': node name -> error type name")
         failed = got["failed"]
-        for node, error in sorted(failed.items(), key=repr):
-            if error == "str":
+        for error in sorted(map(repr, failed.values())):
+            if error == "'str'":
                 raise Fail("you reported the error type as 'str': task.error holds the exception's repr as a "
                            "string, e.g. \"TimeoutError('...')\"; take the part before '('")
-            if isinstance(error, str) and "(" in error:
-                raise Fail(f"give only the type name, not the whole repr {error[:40]!r}: take the part before '('")
+            if "(" in error:
+                raise Fail(f"give only the type name, not the whole repr {error[:40]}: take the part before '('")
         if failed != expected["failed"]:
             raise Fail(f"for {label}, 'failed' should be {expected['failed']}, got {failed}; "
                        "look at the tasks whose .error is not None")
@@ -122,36 +149,79 @@ def diagnose_failed_step(diagnose: Any) -> str:
 
 # -- 06.3 ------------------------------------------------------------------------------
 
+KeyFunction = Callable[[BookState, ExecutionInfo], str]
+RUNTIME_IDS = ("task_id", "checkpoint_id", "checkpoint_ns")
 
-def _info(**changes: Any) -> ExecutionInfo:
-    base = ExecutionInfo(checkpoint_id="1f0-checkpoint-a", checkpoint_ns="book_seat:task-a", task_id="task-a",
-                         thread_id="booking-7", run_id="run-1", node_attempt=1, node_first_attempt_time=1000.0)
-    return base.patch(**changes)
+
+def _request() -> BookState:
+    return {"request_id": str(uuid.uuid4()), "seat": "14C"}
+
+
+def _sample_info() -> ExecutionInfo:
+    return ExecutionInfo(checkpoint_id=str(uuid.uuid4()), checkpoint_ns=f"book_seat:{uuid.uuid4()}",
+                         task_id=str(uuid.uuid4()), thread_id="booking-7", run_id=None, node_attempt=1)
+
+
+def _key_of(key: KeyFunction, state: BookState, info: ExecutionInfo, case: str) -> str:
+    value = call_answer(key, state, info, what="idempotency_key(state, info)", case=case)
+    expect_type(value, str, "the idempotency key")
+    return value
+
+
+def _what_changed(key: KeyFunction, state: BookState, first: ExecutionInfo, later: ExecutionInfo) -> str:
+    """Which of the runtime's fields, copied from the first attempt, make the later key equal again."""
+    target = key(state, first)
+    for fields, hint in ((("node_attempt", "node_first_attempt_time"),
+                          "info.node_attempt counts the attempts of a RetryPolicy, so it changes on every retry"),
+                         (("run_id",), "info.run_id is the run's, and every run (a resume too) can have its own"),
+                         (RUNTIME_IDS, "info.task_id (and the checkpoint id it hashes) changes when the process "
+                                       "died before the step's checkpoint was saved, as under the default "
+                                       "durability here")):
+        if key(state, later.patch(**{name: getattr(first, name) for name in fields})) == target:
+            return hint
+    return "the key must depend only on what the client sends again with a retry, such as state['request_id']"
 
 
 @exercise("06.3")
-def idempotency_key_check(idempotency_key: Any) -> str:
-    first = call_answer(idempotency_key, _info(), what="idempotency_key(info)")
-    expect_type(first, str, "the idempotency key")
-    retry = call_answer(idempotency_key, _info(run_id="run-2", node_attempt=2, node_first_attempt_time=1005.0),
-                        what="idempotency_key(info)")
-    if retry != first:
-        raise Fail("a retry of the same task got another key: leave out what changes between attempts "
-                   "(run_id, node_attempt, node_first_attempt_time)")
-    other_task = call_answer(idempotency_key, _info(task_id="task-b", checkpoint_ns="book_seat:task-b"),
-                             what="idempotency_key(info)")
-    if other_task == first:
-        raise Fail("two different tasks got the same key, so a genuinely new booking would be refused: "
-                   "include info.task_id")
-    other_thread = call_answer(idempotency_key, _info(thread_id="booking-8", checkpoint_id="1f0-checkpoint-z"),
-                               what="idempotency_key(info)")
-    if other_thread == first:
-        raise Fail("two threads got the same key: include info.thread_id, so keys of different conversations "
-                   "never collide")
-    airline = BookingService()
-    graph = build_booking_graph(InMemorySaver(), airline, key=idempotency_key)
-    outcome = book_with_retry(graph, thread_id="check-06-3")
+def check_idempotency_key(idempotency_key: Any) -> str:
+    if idempotency_key is Ellipsis:
+        raise NotAttempted("replace the ... with your function")
+    request, info = _request(), _sample_info()
+    first = _key_of(idempotency_key, request, info, "a booking request")
+    if first == request["request_id"]:
+        raise Fail("the key is the request ID itself, so a second effect of the same request (a hotel booking, say) "
+                   "would get the same key; combine the request ID with the effect's name, e.g. with uuid.uuid5")
+    # a second request on the same thread: a new run, so the runtime's IDs are new too
+    other = _key_of(idempotency_key, {**_request(), "seat": request["seat"]}, _sample_info(),
+                    "a second booking request")
+    if other == first:
+        raise Fail("two different requests (two request_ids) got the same key, so the airline would refuse a genuine "
+                   "second booking: build the key from state['request_id']")
+
+    # a RetryPolicy retry inside one run: node_attempt 1, then 2
+    airline, seen = Airline(fail_after_booking=1), []
+
+    def logged_key(state: BookState, info: ExecutionInfo) -> str:
+        seen.append(info)
+        return idempotency_key(state, info)
+
+    retrying = build_booking_graph(InMemorySaver(), airline.book, logged_key,
+                                   retry_policy=RetryPolicy(initial_interval=0.001, jitter=False))
+    request = _request()
+    retrying.invoke(request, {"configurable": {"thread_id": "check-06-3-retry"}, "run_id": uuid.uuid4()})
     if len(airline.bookings) != 1:
-        raise Fail(f"in the book-then-fail run the airline still made {len(airline.bookings)} bookings; "
-                   "the key must be equal for the failed call and its retry")
-    return f"the retry reused the key: 1 booking ({outcome['final']}) for {airline.requests} requests"
+        raise Fail(f"a RetryPolicy retry booked {len(airline.bookings)} times: "
+                   f"{_what_changed(idempotency_key, request, seen[0], seen[-1])}")
+
+    # a real crash: a child process dies right after the airline booked (default durability), resumed here
+    request = _request()
+    with tempfile.TemporaryDirectory(prefix="course-06-check-") as workdir:
+        # the child's saver takes 1 s per write: the crash surely comes first (under async nothing waits for it)
+        [trial] = booking_crash_trials(workdir, idempotency_key, request, modes=[None], trials=1, put_delay=1.0)
+    crashed, resumed = (attempt["info"] for attempt in trial["attempts"])
+    if trial["bookings"] != 1:
+        hint = _what_changed(idempotency_key, request, execution_info(crashed), execution_info(resumed))
+        raise Fail(f"after a real crash (a child process died right after the airline booked) and a resume "
+                   f"({trial['resumed with']}), the airline booked {trial['bookings']} times: the key changed; {hint}")
+    return ("one booking across a real crash in a child process (default durability), one across a RetryPolicy "
+            "retry, and a new key for a new request")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, TypedDict
 
 from langgraph.checkpoint.memory import InMemorySaver
@@ -16,7 +17,7 @@ EXPECTED_PREDICTION = {"starts": 3, "receipts": 2}
 
 
 @exercise("07.1")
-def predict_two_questions(answer: Any) -> str:
+def check_prediction(answer: Any) -> str:
     expect_type(answer, dict, "{'starts': ..., 'receipts': ...}")
     missing = sorted(set(EXPECTED_PREDICTION) - set(answer))
     if missing:
@@ -51,7 +52,7 @@ CASES_07_2 = [
 
 
 @exercise("07.2")
-def answer_two_approvers(resume_answers: Any) -> str:
+def check_resume_answers(resume_answers: Any) -> str:
     for n, (label, requests, expected) in enumerate(CASES_07_2):
         graph = build_parallel_approvals(InMemorySaver(), requests)
         config = {"configurable": {"thread_id": f"check-07-2-{n}"}}
@@ -92,7 +93,7 @@ def _quote_fare(state: _Booking) -> dict[str, Any]:
     return {"fare": 540}
 
 
-def _wrap(node: Any, seen: dict[str, Any]) -> Any:
+def _wrap(node: Callable[[_Booking], Any], seen: dict[str, Any]) -> Callable[[_Booking], dict[str, Any]]:
     def approve_and_confirm(state: _Booking) -> dict[str, Any]:
         out = node(state)
         if out is Ellipsis:
@@ -104,7 +105,7 @@ def _wrap(node: Any, seen: dict[str, Any]) -> Any:
 
 
 @exercise("07.3")
-def confirm_exactly_once(node: Any) -> str:
+def check_approve_and_confirm(node: Any) -> str:
     if node is Ellipsis:
         raise NotAttempted("replace the ... with your node function")
     if not callable(node):
@@ -132,7 +133,8 @@ def confirm_exactly_once(node: Any) -> str:
     approved_yes, sent_yes = outcomes["yes"]
     approved_no, sent_no = outcomes["no"]
     if approved_yes is not True or approved_no is not False:
-        raise Fail(f"'approved' should be True after 'yes' and False after 'no', got {approved_yes!r} and {approved_no!r}")
+        raise Fail(f"'approved' should be True after 'yes' and False after 'no', "
+                   f"got {approved_yes!r} and {approved_no!r}")
     if sent_no:
         raise Fail("a rejected booking sent a confirmation: send it only when the answer is 'yes'")
     if sent_yes != 1:

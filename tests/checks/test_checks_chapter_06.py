@@ -1,7 +1,9 @@
 """Wrong answers for chapter 06's exercises must fail with a hint (same shape as chapter 00)."""
 
 
-from helpers.checks import NOT_ATTEMPTED, PASSED, evaluate
+import uuid
+
+from helpers.checks import PASSED, evaluate
 
 
 def _diagnose_type_of_error(snapshot):
@@ -53,12 +55,17 @@ WRONG_ANSWERS = {
         (("diagnose",), "expected a function"),
     ],
     "06.3": [
-        ((lambda info: f"{info.thread_id}/{info.run_id}/{info.task_id}",), "retry of the same task"),
-        ((lambda info: f"{info.thread_id}/{info.task_id}/{info.node_attempt}",), "retry of the same task"),
-        ((lambda info: info.thread_id,), "include info.task_id"),
-        ((lambda info: info.task_id,), "include info.thread_id"),
-        ((lambda info: (info.thread_id, info.task_id),), "expected a str"),
-        ((lambda info: info.run_id,), "retry of the same task"),
+        # the lesson of the chapter: a runtime ID does not come back after a real crash under the default durability
+        ((lambda state, info: f"{info.thread_id}/{info.task_id}",), "info.task_id"),
+        ((lambda state, info: f"{state['request_id']}/{info.checkpoint_id}",), "info.task_id"),
+        ((lambda state, info: f"{state['request_id']}/{info.run_id}",), "info.run_id"),
+        ((lambda state, info: f"{state['request_id']}/book_seat/{info.node_attempt}",), "info.node_attempt"),
+        ((lambda state, info: str(uuid.uuid4()),), "what the client sends again"),
+        ((lambda state, info: f"{info.thread_id}/book_seat",), "two different requests"),
+        ((lambda state, info: state["request_id"],), "is the request ID itself"),
+        ((lambda state, info: uuid.uuid5(uuid.UUID(state["request_id"]), "book_seat"),), "expected a str"),
+        ((lambda state, info: state["booking_id"],), "raised KeyError"),
+        (("book_seat",), "expected a function"),
     ],
 }
 
@@ -70,5 +77,7 @@ def test_reference_answers_pass():
 
     assert evaluate("06.1", {"lookup_seat": 1, "lookup_fare": 3, "lookup_bags": 1, "price_trip": 1}).status == PASSED
     assert evaluate("06.2", diagnose).status == PASSED
-    # checkpoint_id is the same on a retry from the same checkpoint, so it may be part of the key
-    assert evaluate("06.3", lambda i: f"{i.thread_id}|{i.checkpoint_id}|{i.task_id}").status == PASSED
+    assert evaluate("06.3", lambda state, info: str(uuid.uuid5(uuid.UUID(state["request_id"]), "book_seat"))).status \
+        == PASSED
+    # the thread may be part of the key: it is the same in every attempt at one request
+    assert evaluate("06.3", lambda state, info: f"{info.thread_id}/{state['request_id']}/book_seat").status == PASSED

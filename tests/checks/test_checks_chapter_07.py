@@ -3,7 +3,7 @@
 from langgraph.types import interrupt
 
 from helpers.approval_workflow import outbox, send_confirmation
-from helpers.checks import NOT_ATTEMPTED, PASSED, evaluate
+from helpers.checks import PASSED, evaluate
 
 QUESTION = {"question": "Book this fare?", "fare": 540}
 

@@ -1,17 +1,26 @@
-"""The approval workflow of chapter 07, in one process and across two."""
+"""The approval workflow of chapter 07, in one process and across two, with and without a checkpointer."""
+
+import json
 
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.types import Command
 
-from helpers.approval_workflow import (NODE_CALLS, Outbox, build_approval_workflow, build_chain,
-                                       build_parallel_approvals, outbox, run_and_resume, send_confirmation)
+from helpers.approval_workflow import (
+    NODE_CALLS,
+    Outbox,
+    build_approval_workflow,
+    build_chain,
+    build_parallel_approvals,
+    outbox,
+    run_and_resume,
+    send_confirmation,
+)
 from helpers.processes import run_python
 
 
 def test_approve_and_reject_paths():
-    NODE_CALLS.clear()
     graph = build_approval_workflow(InMemorySaver())
     paused = run_and_resume(graph, "a", {"request": "PEK-SFO, 2 travellers"})
     assert paused["__interrupt__"][0].value == {"action": "approve_booking", "request": "PEK-SFO, 2 travellers",
@@ -20,7 +29,18 @@ def test_approve_and_reject_paths():
     assert approved["analysis"] == "book Air B at 540 EUR (cheapest of 3)"
     rejected = run_and_resume(graph, "c", {"request": "PEK-CDG"}, "maybe")
     assert rejected["approved"] is False and "analysis" not in rejected
-    assert run_and_resume(graph, "d", {"request": "LHR-JFK"}, "yes")["analysis"] == "book Air Z at 500 EUR (cheapest of 1)"
+    unknown_route = run_and_resume(graph, "d", {"request": "LHR-JFK"}, "yes")
+    assert unknown_route["analysis"] == "book Air Z at 500 EUR (cheapest of 1)"
+
+
+def test_builds_without_a_checkpointer_and_keeps_json_state():
+    """What a server that brings its own persistence needs (chapter 12's Agent Server)."""
+    graph = build_approval_workflow()
+    assert graph.checkpointer is None
+    result = graph.invoke({"request": "PEK-CDG, 1 traveller"})
+    state = {k: v for k, v in result.items() if k != "__interrupt__"}
+    assert json.loads(json.dumps(state)) == state
+    assert json.loads(json.dumps(result["__interrupt__"][0].value))["doc_count"] == 2
 
 
 def test_paused_in_a_child_process_resumed_here(tmp_path):
@@ -60,8 +80,9 @@ def test_build_chain_and_outbox():
 
     with pytest.raises(ValueError, match="at least one node"):
         build_chain(dict, [], None)
-    with pytest.raises(ValueError, match="distinct names"):
+    with pytest.raises(ValueError, match="distinct function names"):
         build_chain(dict, [a, a], None)
+    assert build_chain(dict, [a], InMemorySaver()).invoke({"n": 0}, {"configurable": {"thread_id": "c"}}) == {"n": 1}
     outbox.clear()
     send_confirmation(540)
     assert outbox.sent == ["booked at 540 EUR"]
