@@ -41,9 +41,6 @@ from helpers import ledger, processes
 __all__ = ["ACCEPT_SCHEMA", "HoldState", "SlowSqliteSaver", "TransientError", "build_hold_graph", "crash_inside_hold",
            "label_values", "open_commands_table", "pii_footprint", "uuid7_burst", "uuid_properties"]
 
-KeyFn = Callable[[Any, str, ExecutionInfo], Any]  # (ledger_run_id, effect, execution_info) -> key
-
-
 # ----------------------------------------------------------------------------- uuids
 def _embedded_ms(value: str) -> int:
     return uuid.UUID(value).int >> 80  # uuid7: the first 48 bits are Unix milliseconds
@@ -130,7 +127,8 @@ class HoldState(TypedDict):
 
 
 # saved as helpers.business_ids.build_hold_graph
-def build_hold_graph(checkpointer: BaseCheckpointSaver | None, key_fn: KeyFn, log: list[dict[str, Any]], *,
+def build_hold_graph(checkpointer: BaseCheckpointSaver | None, key_fn: Callable[[Any, str, ExecutionInfo], Any],
+                     log: list[dict[str, Any]], *,
                      fail: dict[str, int] | None = None, retry: bool = True,
                      parallel: bool = True) -> CompiledStateGraph:
     """START -> hold_outbound (and hold_return, if parallel) -> END: seat holds at the airline.

@@ -6,7 +6,9 @@ chapter; these functions start threads and processes, inject crashes and count o
 * :func:`run_together`: call a function in N threads released by one barrier.
 * :func:`check_then_insert_race`: 16 threads run check-then-insert on one key in three
   transaction styles (``immediate``, ``autocommit``, ``snapshot``) and report what happens.
-* :func:`table_counts`, :func:`status_counts`: row counts of a ledger file.
+* :func:`table_counts`, :func:`status_counts`: row counts of a ledger file;
+  :func:`unique_keys`: the primary and UNIQUE keys of each table;
+  :func:`run_rows`: the ``runs`` table of a conversation with checkpoint labels (C0, C1, ...).
 * :func:`crash_then_restart` / :func:`crash_table`: one injected crash point, a restart, a
   dispatcher sweep and the client's retry; the counts that matter.
 * :func:`start_dispatchers` / :func:`wait_dispatchers`: real dispatcher processes
@@ -28,11 +30,11 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
-from helpers import ledger
+from helpers import checkpoints, ledger
 from helpers.ledger_service import ChatService
 
-__all__ = ["check_then_insert_race", "crash_table", "crash_then_restart", "run_together", "slow_run",
-           "start_dispatchers", "status_counts", "table_counts", "wait_dispatchers"]
+__all__ = ["check_then_insert_race", "crash_table", "crash_then_restart", "run_rows", "run_together", "slow_run",
+           "start_dispatchers", "status_counts", "table_counts", "unique_keys", "wait_dispatchers"]
 
 WINDOW = {"kind": "message", "message_id": "m-1", "text": "I prefer a window seat"}
 
@@ -123,6 +125,36 @@ def status_counts(path: str | Path) -> dict[str, Any]:
         statuses = dict(conn.execute("SELECT status, COUNT(*) FROM commands GROUP BY status ORDER BY status"))
         pending = conn.execute("SELECT COUNT(*) FROM outbox WHERE status = 'pending'").fetchone()[0]
     return {"commands": statuses, "outbox_pending": pending}
+
+
+def unique_keys(conn: sqlite3.Connection) -> list[dict[str, str]]:
+    """One row per table: its primary key and its UNIQUE constraints, as column lists."""
+    rows = []
+    tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' "
+                                         "AND name NOT LIKE 'sqlite_%' ORDER BY rowid")]
+    for table in tables:  # names come from sqlite_master and are quoted
+        info = conn.execute(f'PRAGMA table_info("{table}")').fetchall()
+        primary = [r[1] for r in sorted(info, key=lambda r: r[5]) if r[5]]
+        unique = []
+        for index in conn.execute(f'PRAGMA index_list("{table}")').fetchall():
+            if index[2] and index[3] == "u":  # a UNIQUE constraint (not the primary key, not a plain index)
+                unique.append("(" + ", ".join(r[2] for r in conn.execute(f'PRAGMA index_info("{index[1]}")')) + ")")
+        rows.append({"table": table, "primary key": "(" + ", ".join(primary) + ")", "unique": " ".join(unique) or "-"})
+    return rows
+
+
+def run_rows(service: ChatService, tenant_id: str, conversation_id: str,
+             names: dict[str, str]) -> list[dict[str, Any]]:
+    """The conversation's ``runs`` rows: command label, attempt, outcome, first and last checkpoint.
+
+    Checkpoints get the labels :func:`helpers.checkpoints.print_history` prints (C0, C1, ...).
+    """
+    config = service.thread_config(tenant_id, conversation_id)
+    labels = checkpoints.label_ids(s.config["configurable"]["checkpoint_id"]
+                                   for s in service.graph.get_state_history(config))
+    return [{"command": names.get(r.command_id, r.command_id), "attempt": r.attempt, "outcome": r.outcome or "-",
+             "start": labels.get(r.start_checkpoint_id, "-"), "end": labels.get(r.end_checkpoint_id, "-")}
+            for r in service.ledger.list_runs(tenant_id, conversation_id)]
 
 
 def _answer_is_head(service: ChatService, tenant_id: str, conversation_id: str, answer: str | None) -> bool:
@@ -259,6 +291,8 @@ def slow_run(directory: str | Path, *, renew: bool) -> dict[str, Any]:
         final = b.status("acme", "cmd-slow")
         runs = b.ledger.list_runs("acme", "conv-slow")
         return {"renewal": renew, "deliveries": calls["deliveries"], "model_calls": calls["reply"],
+                "deduplicated": calls["deduplicated"],
+                "history": checkpoints.history_table(b.graph, config, ("label", "step", "source", "next", "parent")),
                 "recorded_by": "A" if recorded == [1] else "B" if b_recorded else "-",
                 "stale_result_refused": recorded == [0] and b_recorded == 1,
                 "sibling_checkpoints": _siblings(b, config), "status": final.status,

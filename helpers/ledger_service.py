@@ -69,17 +69,13 @@ class Response:
     error: str | None = None  # why a dead command gave up
 
 
-def _do_nothing() -> None:
-    return None
-
-
 # saved as helpers.ledger_service.build_counting_chat_graph
 def build_counting_chat_graph(checkpointer: BaseCheckpointSaver | None, calls: Counter,
-                              model_call: Callable[[], None] = _do_nothing) -> CompiledStateGraph:
+                              model_call: Callable[[], None] | None = None) -> CompiledStateGraph:
     """START -> reply -> END; reply is the stand-in model and counts its calls in calls["reply"].
 
-    ``model_call()`` runs inside the node, where a real model would be called: a demo uses
-    it to hold the call open or to crash the process in the middle of it.
+    model_call() runs inside the node, where a real model would be called: a demo uses it
+    to hold the call open, to fail it, or to crash the process in the middle of it.
     """
     lock = threading.Lock()
 
@@ -87,7 +83,8 @@ def build_counting_chat_graph(checkpointer: BaseCheckpointSaver | None, calls: C
         with lock:
             calls["reply"] += 1
             n = calls["reply"]
-        model_call()
+        if model_call is not None:
+            model_call()  # the call to the model provider would start here
         text = travel_graphs.stand_in_reply(state["messages"]).content
         return {"messages": [AIMessage(content=f"{text} (reply #{n})")]}
 
@@ -137,6 +134,7 @@ def _checkpoint_id(config: dict[str, Any] | None) -> str | None:
 class ChatService:
     """Ledger + SqliteSaver + graph in ``directory`` (files ledger.db and checkpoints.db).
 
+    ``model_call`` (settable later) runs inside the reply node where the model would be called.
     Leases last ``lease_seconds`` and are renewed every ``renew_every`` (default a third of
     the lease) while a run is in progress; ``renew=False`` turns renewal off for the demo of
     a lease that ends in the middle of a run. The ledger runs with ``synchronous="NORMAL"``
@@ -146,7 +144,7 @@ class ChatService:
     def __init__(self, directory: str | Path, *, crash_at: str | None = None, calls: Counter | None = None,
                  dedupe: bool = True, synchronous: str = "NORMAL", lease_seconds: float = 30.0,
                  renew: bool = True, renew_every: float | None = None, max_attempts: int = 3,
-                 clock: Callable[[], float] = time.time, model_call: Callable[[], None] = _do_nothing,
+                 clock: Callable[[], float] = time.time, model_call: Callable[[], None] | None = None,
                  name: str | None = None) -> None:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -161,7 +159,11 @@ class ChatService:
         if synchronous.upper() in ("OFF", "NORMAL", "FULL", "EXTRA"):  # a fixed list: safe to format
             self._conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
         self.saver = SqliteSaver(self._conn)
-        self.graph = build_counting_chat_graph(self.saver, self.calls, lambda: self.model_call())
+        self.graph = build_counting_chat_graph(self.saver, self.calls, self._model_call)
+
+    def _model_call(self) -> None:
+        if self.model_call is not None:  # replaceable at any time, e.g. to hold a call open
+            self.model_call()
 
     # ------------------------------------------------------------------ the API
     def open_conversation(self, tenant_id: str, conversation_id: str) -> None:
