@@ -11,6 +11,7 @@
   and logs what it saw. :func:`crash_inside_hold` crashes a real child process inside that
   node (``os._exit``, default durability, a saver with a remote database's write latency),
   resumes the run in this process and returns what the node saw both times.
+  The child starts from :mod:`helpers.preloaded_processes` (LangGraph already imported).
   :func:`label_values` turns logged IDs into stable labels.
 * :data:`ACCEPT_SCHEMA` / :func:`open_commands_table`: the minimal ``commands`` table of
   exercise 10.1, on an autocommit connection (each statement commits on its own).
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import json
 import operator
+import os
 import sqlite3
 import threading
 import time
@@ -36,7 +38,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import ExecutionInfo, Runtime
 from langgraph.types import RetryPolicy
 
-from helpers import ledger, processes
+from helpers import ledger, preloaded_processes
 
 __all__ = ["ACCEPT_SCHEMA", "HoldState", "SlowSqliteSaver", "TransientError", "build_hold_graph", "crash_inside_hold",
            "label_values", "open_commands_table", "pii_footprint", "uuid7_burst", "uuid_properties"]
@@ -186,21 +188,17 @@ class SlowSqliteSaver(SqliteSaver):
 
 INFO_FIELDS = ("checkpoint_id", "checkpoint_ns", "task_id", "thread_id", "run_id", "node_attempt")
 
-_CRASH_CHILD = """
-import json, os, sqlite3, sys, uuid
-from helpers import business_ids
-path, seen, ledger_run_id, delay = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
+def _crash_in_hold(path: str, seen: str, ledger_run_id: str, delay: float) -> None:
+    """The child of :func:`crash_inside_hold`: run the hold graph and die inside the node."""
 
-def crash_in_node(run_id, effect, info):
-    with open(seen, "w", encoding="utf-8") as file:
-        json.dump({f: getattr(info, f) for f in business_ids.INFO_FIELDS}, file)
-    os._exit(17)  # a real crash inside the node, before the airline answered
+    def crash_in_node(run_id: Any, effect: str, info: ExecutionInfo) -> None:
+        Path(seen).write_text(json.dumps({f: getattr(info, f) for f in INFO_FIELDS}), encoding="utf-8")
+        os._exit(17)  # a real crash inside the node, before the airline answered
 
-saver = business_ids.SlowSqliteSaver(sqlite3.connect(path, check_same_thread=False), delay)
-graph = business_ids.build_hold_graph(saver, crash_in_node, [], retry=False, parallel=False)
-config = {"configurable": {"thread_id": "trip-crash", "ledger_run_id": ledger_run_id}, "run_id": uuid.uuid4()}
-graph.invoke({"holds": []}, config)  # the default durability: "async"
-"""
+    saver = SlowSqliteSaver(sqlite3.connect(path, check_same_thread=False), delay)
+    graph = build_hold_graph(saver, crash_in_node, [], retry=False, parallel=False)
+    config = {"configurable": {"thread_id": "trip-crash", "ledger_run_id": ledger_run_id}, "run_id": uuid.uuid4()}
+    graph.invoke({"holds": []}, config)  # the default durability: "async"
 
 
 def crash_inside_hold(directory: str | Path, ledger_run_id: str, *, delay: float = 0.05) -> list[ExecutionInfo]:
@@ -214,7 +212,10 @@ def crash_inside_hold(directory: str | Path, ledger_run_id: str, *, delay: float
     """
     folder = Path(directory)
     path, seen = folder / "holds.db", folder / "seen-before-crash.json"
-    processes.run_python(_CRASH_CHILD, path, seen, ledger_run_id, delay, expect_returncode=17)
+    [code] = preloaded_processes.wait([preloaded_processes.start(_crash_in_hold, str(path), str(seen), ledger_run_id,
+                                                                  delay)])
+    if code != 17:
+        raise RuntimeError(f"the crashing child exited with {code}, not 17: it never reached the node")
     before = ExecutionInfo(**json.loads(seen.read_text(encoding="utf-8")))
     log: list[dict[str, Any]] = []
     conn = sqlite3.connect(path, check_same_thread=False)

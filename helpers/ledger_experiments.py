@@ -12,7 +12,8 @@ chapter; these functions start threads and processes, inject crashes and count o
 * :func:`crash_then_restart` / :func:`crash_table`: one injected crash point, a restart, a
   dispatcher sweep and the client's retry; the counts that matter.
 * :func:`start_dispatchers` / :func:`wait_dispatchers`: real dispatcher processes
-  (``python -m helpers.ledger_service dispatch``).
+  (``python -m helpers.ledger_service dispatch``), by default forked from a fork server
+  that has imported LangGraph once (:mod:`helpers.preloaded_processes`).
 * :func:`slow_run`: a run that outlives its lease, with and without renewal, on a
   :class:`helpers.ledger.ManualClock` (no waiting).
 """
@@ -30,7 +31,7 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
-from helpers import checkpoints, ledger
+from helpers import checkpoints, ledger, ledger_service, preloaded_processes
 from helpers.ledger_service import ChatService
 
 __all__ = ["check_then_insert_race", "crash_table", "crash_then_restart", "run_rows", "run_together", "slow_run",
@@ -215,38 +216,52 @@ def crash_table(points: tuple[str, ...], *, dedupe: bool = True) -> list[dict[st
 
 
 def start_dispatchers(directory: str | Path, count: int = 2, *, lease: float = 0.5, bill: Path | None = None,
-                      crash_once: Path | None = None, max_seconds: float = 60.0) -> list[subprocess.Popen]:
-    """Start ``count`` processes ``python -m helpers.ledger_service dispatch DIRECTORY --until-drained``.
+                      crash_once: Path | None = None, max_seconds: float = 60.0,
+                      fresh_interpreter: bool = False) -> list[Any]:
+    """Start ``count`` dispatcher processes on ``directory``, named D1, D2, ... in the runs table.
 
-    They are named D1, D2, ... in the runs table. Always end with :func:`wait_dispatchers`.
+    Each runs ``python -m helpers.ledger_service dispatch DIRECTORY --until-drained ...``:
+    through :mod:`helpers.preloaded_processes` (``main(argv)`` in a child forked from a fork
+    server that has imported LangGraph already), or as a new interpreter with
+    ``fresh_interpreter``. Always end with :func:`wait_dispatchers`.
     """
-    procs = []
+    runs = []
     for i in range(1, count + 1):
-        cmd = [sys.executable, "-m", "helpers.ledger_service", "dispatch", str(directory), "--lease", str(lease),
-               "--poll", "0.02", "--until-drained", "--max-seconds", str(max_seconds), "--name", f"D{i}"]
-        if bill is not None:
-            cmd += ["--bill", str(bill)]
-        if crash_once is not None:
-            cmd += ["--crash-once", str(crash_once)]
-        procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-    return procs
+        argv = ["dispatch", str(directory), "--lease", str(lease), "--poll", "0.02", "--until-drained",
+                "--max-seconds", str(max_seconds), "--name", f"D{i}"]
+        argv += ["--bill", str(bill)] if bill is not None else []
+        argv += ["--crash-once", str(crash_once)] if crash_once is not None else []
+        if fresh_interpreter:
+            runs.append(subprocess.Popen([sys.executable, "-m", "helpers.ledger_service", *argv],
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
+        else:
+            runs.append(preloaded_processes.start(ledger_service.main, argv, log=Path(directory) / f"D{i}.log"))
+    return runs
 
 
-def wait_dispatchers(procs: list[subprocess.Popen], timeout: float = 90.0) -> list[int]:
-    """Wait for every dispatcher (killing any left after ``timeout``); their exit codes, in order."""
-    codes = []
-    try:
-        for proc in procs:
-            out, err = proc.communicate(timeout=timeout)
-            if proc.returncode not in (0, 17):
-                raise RuntimeError(f"dispatcher exited with {proc.returncode}:\n{err[-2000:]}")
-            codes.append(proc.returncode)
-    finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-    return codes
+def wait_dispatchers(runs: list[Any], timeout: float = 90.0) -> list[int]:
+    """Wait for every dispatcher (killing any left after ``timeout``); their exit codes, in order.
+
+    0 is a dispatcher that drained the outbox, 17 one that crashed on purpose; anything
+    else raises.
+    """
+    children = [r for r in runs if not isinstance(r, subprocess.Popen)]
+    codes = dict(zip(map(id, children), preloaded_processes.wait(children, timeout), strict=True))
+    for run in runs:
+        if isinstance(run, subprocess.Popen):
+            try:
+                _, err = run.communicate(timeout=timeout)
+            finally:
+                if run.poll() is None:
+                    run.kill()
+                    run.wait()
+            codes[id(run)] = run.returncode
+            if run.returncode not in (0, 17):
+                raise RuntimeError(f"dispatcher exited with {run.returncode}:\n{err[-2000:]}")
+    result = [codes[id(r)] for r in runs]
+    if any(code not in (0, 17) for code in result):
+        raise RuntimeError(f"a dispatcher failed: exit codes {result}")
+    return result
 
 
 def _siblings(service: ChatService, config: dict[str, Any]) -> int:

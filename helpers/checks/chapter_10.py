@@ -362,6 +362,7 @@ def _keys(log: list[dict[str, Any]], node: str) -> list[Any]:
 @exercise("10.4")
 def check_hold_key(hold_key):
     from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.graph.state import CompiledStateGraph
     from langgraph.runtime import ExecutionInfo
 
     from helpers import business_ids, ledger
@@ -388,7 +389,7 @@ def check_hold_key(hold_key):
             errors.append(f"{type(exc).__name__}: {exc}")
             return None
 
-    def run(graph: Any, ledger_run_id: str, case: str) -> None:
+    def run(graph: CompiledStateGraph, ledger_run_id: str, case: str) -> None:
         config = {"configurable": {"thread_id": "trip-1", "ledger_run_id": ledger_run_id}, "run_id": uuid.uuid4()}
         graph.invoke({"holds": []}, config)
         if errors:

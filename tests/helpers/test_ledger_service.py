@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections import Counter
@@ -11,6 +12,7 @@ import pytest
 from langchain_core.messages import HumanMessage
 
 from helpers import ledger_experiments as lx
+from helpers import preloaded_processes
 from helpers.ledger import (
     CRASH_POINTS,
     ConversationNotFound,
@@ -235,14 +237,17 @@ def test_f2_chat_service_renews_in_real_time(tmp_path: Path) -> None:
 
 
 # --------------------------------------------------------------------------- F4 dispatcher processes
-def test_f4_two_dispatcher_processes_survive_a_crash_inside_the_model_call(tmp_path: Path) -> None:
+@pytest.mark.parametrize("fresh_interpreter", [False, True], ids=["forked-from-preloaded-server", "python-m-cli"])
+def test_f4_two_dispatcher_processes_survive_a_crash_inside_the_model_call(tmp_path: Path,
+                                                                          fresh_interpreter: bool) -> None:
     with ChatService(tmp_path) as api:
         api.open_conversation("acme", "conv-1")
         api.handle("acme", "K1", "conv-1", WINDOW)
         api.handle("acme", "K2", "conv-1", QUESTION)
         token, bill = tmp_path / "crash.token", tmp_path / "bill.txt"
         token.touch()
-        codes = lx.wait_dispatchers(lx.start_dispatchers(tmp_path, 2, lease=0.5, bill=bill, crash_once=token))
+        codes = lx.wait_dispatchers(lx.start_dispatchers(tmp_path, 2, lease=1.0, bill=bill, crash_once=token,
+                                                         fresh_interpreter=fresh_interpreter))
         assert sorted(codes) == [0, 17]  # one was killed inside its first model call
         assert len(bill.read_text().splitlines()) == 3  # K1 was billed twice
         assert [(c.command_id, c.status) for c in api.ledger.list_commands("acme", "conv-1")] == [
@@ -271,3 +276,12 @@ def test_check_then_insert_in_three_transaction_styles(tmp_path: Path) -> None:
     assert snapshot == {"created": 1, "saw_existing": 0, "integrity_errors": 0, "locked_errors": 15, "rows": 1}
     with pytest.raises(ValueError):
         lx.check_then_insert_race(tmp_path / "d.db", "optimistic")
+
+
+def test_preloaded_processes_report_exit_codes_and_kill_on_timeout() -> None:
+    assert preloaded_processes.wait([preloaded_processes.start(os._exit, 3), preloaded_processes.start(os._exit, 0)]) \
+        == [3, 0]
+    sleeper = preloaded_processes.start(time.sleep, 30)
+    with pytest.raises(TimeoutError):
+        preloaded_processes.wait([sleeper], timeout=0.5)
+    assert not sleeper.is_alive()
