@@ -24,8 +24,9 @@ Guarantees, as the tests in ``tests/helpers/test_ledger*.py`` check them
   ``INSERT ... ON CONFLICT DO NOTHING``, insert the outbox row if the insert created the
   command, read the stored row, commit; one commit per accepted command and nothing else.
   Same key + same payload returns the stored record (``created=False``); same key + another
-  payload or conversation raises ``PayloadMismatch`` and writes nothing. 16 threads (or
-  processes) racing one key: one ``created=True``, one row, one outbox row.
+  payload or conversation raises ``PayloadMismatch`` and writes nothing. 16 threads racing
+  one key (sharing a ``Ledger`` or each with its own): one ``created=True``, one row, one
+  outbox row.
 * **Same refusal for unknown and foreign conversations** (``ConversationNotFound``, a
   ``Forbidden``); callers never pass a ``thread_id``, it is minted here (uuid4). IDs must be
   exactly ``str`` (``type(x) is str``), 1..128 characters of ``[A-Za-z0-9._:-]``; every value
