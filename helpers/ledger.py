@@ -6,13 +6,14 @@ retry never starts a second run and a "regenerate" (a new command) always does. 
 shows :data:`SCHEMA` and :func:`submit_command` in cells; the rest is plumbing around them.
 
 Public API (everything is importable from here; parts live in ``helpers.ledger_ids``,
-``helpers.ledger_records`` and ``helpers.ledger_delivery``)::
+``helpers.ledger_records``, ``helpers.ledger_connections`` and ``helpers.ledger_delivery``;
+``helpers.ledger_service`` puts it in front of a graph and runs dispatcher processes)::
 
     new_command_id() / new_time_ordered_id() / stable_id(ns, name) / run_id_for(tenant, command)
     validate_id(field, value) / canonical_json(value) / fingerprint(value) / payload_json(value)
 
     Ledger(path, *, timeout=10.0, lease_seconds=30.0, max_attempts=3, synchronous="FULL",
-           clock=time.time, crash_at=None, name=None)      # a context manager
+           clock=time.time, crash_at=None, name=None, max_idle=4)      # a context manager
         create_conversation / get_conversation / submit / get_command / list_commands / list_runs
         claim / renew / release / record_result / dispatch_pending / deliver / pending_count
     Heartbeat(ledger, delivery, every) / run_dispatcher(ledger, handle, ...) / ManualClock
