@@ -1,23 +1,29 @@
-"""Throughput of ``helpers.ledger`` on a file database: accepted commands per second.
+"""Throughput of ``helpers.ledger`` next to a plain ``INSERT OR IGNORE`` loop, as a ratio.
 
-``benchmark_ledger(path_dir)`` returns a dict; run ``python -m course.ledger_bench [DIR]``
-to print it. Two workloads, each on a fresh database file in ``path_dir``:
+    python -m course.ledger_bench [--commands N] [--processes P] [--synchronous FULL]
 
-* ``single_writer``: one thread submits ``single_commands`` distinct commands.
-* ``concurrent``: ``threads`` threads share one ``Ledger``; each makes
-  ``per_thread`` submissions, of which ``duplicate_ratio`` are retries (same key, same
-  payload) of a command that thread already submitted. Only first submissions are accepted.
+Both sides write to the *same* SQLite file with the *same* settings (WAL,
+``synchronous``, busy timeout, one commit per row): the ledger's ``submit`` (validation,
+fingerprint, conversation lookup, insert-first, outbox row, read-back) against
+``INSERT OR IGNORE INTO plain ...`` of the same key and payload. They take turns in the
+same run, so a change in machine load hits both. Two workloads:
 
-Numbers depend on the disk and on ``synchronous`` (FULL fsyncs the WAL on every commit).
+* ``single_writer``: one thread, one ledger row then one plain row (or the other way round);
+* ``processes``: ``processes`` processes at once, each with its own connections (and its own
+  conversation, as API workers would have), released together by a barrier; all write
+  ledger rows in one round and plain rows in the next, for ``rounds`` rounds.
+
+``ratio`` = ledger accepted/s divided by plain inserts/s; the target is >= 0.75.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import multiprocessing
 import sqlite3
 import sys
 import tempfile
-import threading
 import time
 from contextlib import closing
 from pathlib import Path
@@ -25,85 +31,145 @@ from typing import Any
 
 from helpers.ledger import Ledger, new_command_id
 
-__all__ = ["benchmark_ledger"]
+__all__ = ["RATIO_TARGET", "benchmark_ledger"]
+
+RATIO_TARGET = 0.75
+PLAIN_TABLE = ("CREATE TABLE IF NOT EXISTS plain (tenant_id TEXT NOT NULL, command_id TEXT NOT NULL, "
+               "payload TEXT NOT NULL, PRIMARY KEY (tenant_id, command_id))")
 
 
-def _single_writer(path: Path, n: int, synchronous: str) -> dict[str, Any]:
-    with Ledger(path, synchronous=synchronous) as ledger:
-        ledger.create_conversation("bench", "conv-0")
-        start = time.perf_counter()
-        accepted = sum(ledger.submit("bench", new_command_id(), "conv-0", {"i": i}).created
-                       for i in range(n))
-        seconds = time.perf_counter() - start
-    return {"submissions": n, "accepted": accepted, "seconds": seconds,
-            "accepted_per_second": accepted / seconds}
+class _Writers:
+    """A ledger and a plain connection on one file, with the same settings."""
+
+    def __init__(self, path: Path, synchronous: str, conversation: str) -> None:
+        self.ledger = Ledger(path, synchronous=synchronous, timeout=60)
+        self.ledger.create_conversation("bench", conversation)
+        self.conversation = conversation
+        self.plain = sqlite3.connect(path, timeout=60, isolation_level=None)
+        self.plain.execute(f"PRAGMA synchronous = {synchronous}")  # checked by Ledger() above
+        self.plain.execute(PLAIN_TABLE)
+
+    def one(self, kind: str, i: int) -> float:
+        """Write one row (a new key) with ``kind``; the seconds it took."""
+        key, payload = new_command_id(), {"text": "I prefer a window seat", "i": i}
+        began = time.perf_counter()
+        if kind == "ledger":
+            self.ledger.submit("bench", key, self.conversation, payload)
+        else:
+            self.plain.execute("INSERT OR IGNORE INTO plain VALUES (?, ?, ?)", ("bench", key, json.dumps(payload)))
+        return time.perf_counter() - began
+
+    def run(self, kind: str, n: int, start: int) -> float:
+        return sum(self.one(kind, i) for i in range(start, start + n))
+
+    def close(self) -> None:
+        self.ledger.close()
+        self.plain.close()
 
 
-def _concurrent(path: Path, threads: int, per_thread: int, duplicate_ratio: float,
-                synchronous: str) -> dict[str, Any]:
-    with Ledger(path, synchronous=synchronous) as ledger:
-        for t in range(threads):  # one conversation per worker thread, as a real API would
-            ledger.create_conversation("bench", f"conv-{t}")
-        barrier = threading.Barrier(threads + 1)
-        accepted = [0] * threads
-        errors: list[BaseException] = []
+def _rates(seconds: dict[str, float], rows: int) -> dict[str, Any]:
+    ledger, plain = rows / seconds["ledger"], rows / seconds["plain"]
+    return {"rows_each": rows, "ledger_per_s": ledger, "plain_per_s": plain, "ratio": ledger / plain}
 
-        def work(t: int) -> None:
-            try:
-                barrier.wait()
-                last: tuple[str, dict] | None = None
-                credit = 0.0
-                for i in range(per_thread):
-                    credit += duplicate_ratio
-                    if last is not None and credit >= 1.0:  # a network retry of the last command
-                        credit -= 1.0
-                        key, payload = last
-                    else:
-                        key, payload = new_command_id(), {"t": t, "i": i}
-                        last = (key, payload)
-                    accepted[t] += ledger.submit("bench", key, f"conv-{t}", payload).created
-            except BaseException as exc:  # surface worker failures to the caller
-                errors.append(exc)
 
-        workers = [threading.Thread(target=work, args=(t,)) for t in range(threads)]
-        for w in workers:
-            w.start()
-        barrier.wait()
-        start = time.perf_counter()
-        for w in workers:
-            w.join()
-        seconds = time.perf_counter() - start
-        if errors:
-            raise errors[0]
+def _single_writer(path: Path, commands: int, synchronous: str) -> dict[str, Any]:
+    # Row by row, alternating which side goes first: a load spike hits both sides alike.
+    writers = _Writers(path, synchronous, "conv-0")
+    seconds = {"ledger": 0.0, "plain": 0.0}
+    try:
+        writers.run("ledger", 20, 0)  # warm up: statement caches, first pages
+        writers.run("plain", 20, 0)
+        for i in range(commands):
+            for kind in (("ledger", "plain") if i % 2 == 0 else ("plain", "ledger")):
+                seconds[kind] += writers.one(kind, i)
+    finally:
+        writers.close()
+    return _rates(seconds, commands)
+
+
+def _worker(path: str, index: int, phases: list[str], batch: int, synchronous: str, barrier: Any) -> None:
+    writers = _Writers(Path(path), synchronous, f"conv-{index}")
+    try:
+        for n, kind in enumerate(phases):
+            barrier.wait()
+            writers.run(kind, batch, n * batch)
+            barrier.wait()
+    finally:
+        writers.close()
+
+
+def _processes(path: Path, processes: int, per_process: int, rounds: int, synchronous: str) -> dict[str, Any]:
+    phases = [kind for r in range(rounds) for kind in (("ledger", "plain") if r % 2 == 0 else ("plain", "ledger"))]
+    batch = per_process // rounds
+    Ledger(path, synchronous=synchronous).close()  # create the schema once, before the race
     with closing(sqlite3.connect(path)) as conn:
-        rows = conn.execute("SELECT COUNT(*) FROM commands").fetchone()[0]
-    total, done = threads * per_thread, sum(accepted)
-    if rows != done:
-        raise AssertionError(f"ledger holds {rows} commands but {done} were reported accepted")
-    return {"threads": threads, "submissions": total, "accepted": done,
-            "duplicates": total - done, "seconds": seconds,
-            "accepted_per_second": done / seconds, "submissions_per_second": total / seconds}
+        conn.execute(PLAIN_TABLE)
+    context = multiprocessing.get_context("spawn")  # portable, and no inherited connections
+    barrier = context.Barrier(processes + 1, timeout=300)
+    workers = [context.Process(target=_worker, args=(str(path), i, phases, batch, synchronous, barrier))
+               for i in range(processes)]
+    for worker in workers:
+        worker.start()
+    seconds = {"ledger": 0.0, "plain": 0.0}
+    try:
+        for kind in phases:
+            barrier.wait()
+            began = time.perf_counter()
+            barrier.wait()
+            seconds[kind] += time.perf_counter() - began
+    finally:
+        for worker in workers:
+            worker.join(60)
+            if worker.is_alive():
+                worker.kill()
+    if any(w.exitcode != 0 for w in workers):
+        raise RuntimeError(f"a benchmark process failed: exit codes {[w.exitcode for w in workers]}")
+    return {**_rates(seconds, batch * rounds * processes), "processes": processes}
 
 
-def benchmark_ledger(path_dir: str | Path, *, single_commands: int = 2000, threads: int = 8,
-                     per_thread: int = 500, duplicate_ratio: float = 0.5,
-                     synchronous: str = "FULL") -> dict[str, Any]:
-    """Measure accepted commands per second; returns ``{"single_writer": ..., "concurrent": ...}``."""
-    if not 0.0 <= duplicate_ratio < 1.0:
-        raise ValueError("duplicate_ratio must be in [0, 1)")
+def benchmark_ledger(path_dir: str | Path, *, commands: int = 600, processes: int = 8, per_process: int = 120,
+                     rounds: int = 8, synchronous: str = "FULL") -> dict[str, Any]:
+    """Ledger vs plain inserts, single writer and ``processes`` processes; see the module doc."""
     base = Path(path_dir)
     base.mkdir(parents=True, exist_ok=True)
     stamp = new_command_id()
     return {
         "synchronous": synchronous,
-        "single_writer": _single_writer(base / f"bench-single-{stamp}.db", single_commands,
-                                        synchronous),
-        "concurrent": _concurrent(base / f"bench-threads-{stamp}.db", threads, per_thread,
-                                  duplicate_ratio, synchronous),
+        "single_writer": _single_writer(base / f"bench-single-{stamp}.db", commands, synchronous),
+        "processes": _processes(base / f"bench-procs-{stamp}.db", processes, per_process, rounds, synchronous),
     }
 
 
+def rows_for_table(result: dict[str, Any]) -> list[dict[str, str]]:
+    """The benchmark as table rows (for ``course.bench`` and the CLI)."""
+    rows = []
+    procs = result["processes"]["processes"]
+    for name, label in (("single_writer", "single writer"), ("processes", f"{procs} processes")):
+        part = result[name]
+        rows.append({"workload": label, "rows each": str(part["rows_each"]),
+                     "ledger accepted/s": f"{part['ledger_per_s']:.0f}",
+                     "INSERT OR IGNORE/s": f"{part['plain_per_s']:.0f}", "ratio": f"{part['ratio']:.2f}",
+                     f"≥ {RATIO_TARGET}": "yes" if part["ratio"] >= RATIO_TARGET else "NO"})
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    from helpers.text_tables import format_table
+
+    parser = argparse.ArgumentParser(prog="python -m course.ledger_bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--commands", type=int, default=600, help="single-writer rows per side")
+    parser.add_argument("--processes", type=int, default=8)
+    parser.add_argument("--per-process", type=int, default=120, help="rows per process per side")
+    parser.add_argument("--synchronous", default="FULL", choices=("OFF", "NORMAL", "FULL", "EXTRA"))
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="ledger-bench-") as folder:
+        result = benchmark_ledger(folder, commands=args.commands, processes=args.processes,
+                                  per_process=args.per_process, synchronous=args.synchronous)
+    print(f"command ledger vs plain INSERT OR IGNORE (same SQLite file, WAL, synchronous={result['synchronous']}, "
+          "one commit per row, taking turns):")
+    print(format_table(rows_for_table(result)))
+    return 0
+
+
 if __name__ == "__main__":
-    target = sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp(prefix="ledger-bench-")
-    for level in ("FULL", "NORMAL"):
-        print(json.dumps(benchmark_ledger(target, synchronous=level), indent=2))
+    sys.exit(main())

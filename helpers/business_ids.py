@@ -1,22 +1,27 @@
 """Small tools for chapter 10 (business IDs): ID properties, PII footprints, runtime IDs.
 
 * :func:`uuid_properties` mints uuid4 / uuid7 / uuid5 IDs with :mod:`helpers.ledger` and
-  reports their *properties* (version, random bits, sortable by creation, embeds a time,
-  deterministic), never the raw values.
+  *measures* their properties (random bits, sorted by creation, embedded time,
+  deterministic), never printing raw values; :func:`uuid7_burst` shows how far ahead of the
+  clock the pinned ``uuid6`` package pushes uuid7 timestamps when many are minted at once.
 * :func:`pii_footprint` counts, per table and column of a SQLite file, the rows whose text
   contains a given string (e.g. an e-mail address someone put into a ``thread_id``).
-* :func:`build_hold_graph` builds a graph whose nodes ``hold_outbound`` / ``hold_return``
-  (a stand-in for an airline's "hold this seat" API) compute an idempotency key from
-  ``runtime.execution_info`` with a function you pass, and log what they saw. Nodes can be
-  told to fail (a :class:`TransientError`) a number of times, with or without a
-  ``RetryPolicy``. :func:`label_values` turns the logged IDs into stable labels.
+* :func:`build_hold_graph` (shown in chapter 10) holds the outbound and the return seat at
+  the airline; each node asks a function you pass for the idempotency key it would send,
+  and logs what it saw. :func:`crash_inside_hold` crashes a real child process inside that
+  node (``os._exit``, default durability, a saver with a remote database's write latency),
+  resumes the run in this process and returns what the node saw both times.
+  The child starts from :mod:`helpers.preloaded_processes` (LangGraph already imported).
+  :func:`label_values` turns logged IDs into stable labels.
 * :data:`ACCEPT_SCHEMA` / :func:`open_commands_table`: the minimal ``commands`` table of
   exercise 10.1, on an autocommit connection (each statement commits on its own).
 """
 
 from __future__ import annotations
 
+import json
 import operator
+import os
 import sqlite3
 import threading
 import time
@@ -25,41 +30,70 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
-from langgraph.runtime import Runtime
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import ExecutionInfo, Runtime
 from langgraph.types import RetryPolicy
 
-from helpers.ledger import RUN_NAMESPACE, new_command_id, new_time_ordered_id, stable_id
+from helpers import ledger, preloaded_processes
 
-__all__ = ["ACCEPT_SCHEMA", "TransientError", "build_hold_graph", "label_values", "open_commands_table", "pii_footprint", "uuid_properties"]
-
+__all__ = ["ACCEPT_SCHEMA", "HoldState", "SlowSqliteSaver", "TransientError", "build_hold_graph", "crash_inside_hold",
+           "label_values", "open_commands_table", "pii_footprint", "uuid7_burst", "uuid_properties"]
 
 # ----------------------------------------------------------------------------- uuids
 def _embedded_ms(value: str) -> int:
     return uuid.UUID(value).int >> 80  # uuid7: the first 48 bits are Unix milliseconds
 
 
+def _varying_bits(ids: list[str], time_bits: int) -> int:
+    """Bit positions, below the first ``time_bits`` bits, in which the IDs are not all equal."""
+    first = uuid.UUID(ids[0]).int
+    differ = 0
+    for value in ids:
+        differ |= uuid.UUID(value).int ^ first
+    return bin(differ & ((1 << (128 - time_bits)) - 1)).count("1")
+
+
 def uuid_properties(sample: int = 200) -> list[dict[str, Any]]:
-    """One row per kind: how the ledger mints it and what it guarantees."""
+    """One row per kind, measured on ``sample`` IDs: how the ledger mints it and what it guarantees.
+
+    ``random_bits`` counts the bit positions (outside uuid7's 48-bit time field) in which
+    IDs minted for the *same* input differ; for uuid5 that input is one fixed name.
+    """
     makers: dict[str, Callable[[int], str]] = {
-        "uuid4": lambda i: new_command_id(),
-        "uuid7": lambda i: new_time_ordered_id(),
-        "uuid5": lambda i: stable_id(RUN_NAMESPACE, f"acme/cmd-{i:04d}"),
+        "uuid4": lambda i: ledger.new_command_id(),
+        "uuid7": lambda i: ledger.new_time_ordered_id(),
+        "uuid5": lambda i: ledger.stable_id(ledger.RUN_NAMESPACE, f"acme/cmd-{i:04d}"),
     }
     rows = []
-    now_ms = time.time_ns() // 10**6
     for kind, make in makers.items():
+        now_ms = time.time_ns() // 10**6
         ids = [make(i) for i in range(sample)]
+        same_input = [make(0) for _ in range(sample)]
         version = uuid.UUID(ids[0]).version
-        random_bits = {4: 122, 7: 74, 5: 0}[version]
-        embeds_time = version == 7 and all(abs(_embedded_ms(i) - now_ms) < 60_000 for i in ids)
         rows.append({
-            "kind": kind, "version": version, "random_bits": random_bits,
+            "kind": kind, "version": version,
+            "random_bits": _varying_bits(same_input, 48 if version == 7 else 0),
             "sorted_by_creation": ids == sorted(ids),
-            "embeds_time": embeds_time,
-            "same_input_same_id": make(0) == make(0),
+            "embeds_time": version == 7 and all(abs(_embedded_ms(i) - now_ms) < 60_000 for i in ids),
+            "same_input_same_id": len(set(same_input)) == 1,
         })
     return rows
+
+
+def uuid7_burst(n: int = 20_000) -> dict[str, Any]:
+    """Mint ``n`` uuid7s as fast as possible; where the last one's timestamp lands.
+
+    The pinned ``uuid6`` package keeps uuid7s sorted within a process by giving each new ID
+    at least the previous ID's millisecond plus one, so a burst runs ahead of the clock.
+    """
+    ids = [ledger.new_time_ordered_id() for _ in range(n)]
+    now_ms = time.time_ns() // 10**6
+    return {"ids": n, "distinct": len(set(ids)) == n, "sorted": ids == sorted(ids),
+            "last_ahead_ms": _embedded_ms(ids[-1]) - now_ms}
 
 
 # ----------------------------------------------------------------------------- PII
@@ -84,50 +118,115 @@ def pii_footprint(path: str | Path, needle: str) -> list[dict[str, Any]]:
 
 
 # ----------------------------------------------------------------------------- runtime ids
+# saved as helpers.business_ids.TransientError
 class TransientError(RuntimeError):
     """The airline API timed out (a stand-in failure)."""
 
 
+# saved as helpers.business_ids.HoldState
 class HoldState(TypedDict):
     holds: Annotated[list[str], operator.add]
 
 
-def build_hold_graph(checkpointer: Any, key_fn: Callable[[Any], Any], log: list[dict[str, Any]], *,
-                     fail: dict[str, int] | None = None, retry: bool = True, parallel: bool = True):
-    """START -> hold_outbound (and hold_return, if ``parallel``) -> END.
+# saved as helpers.business_ids.build_hold_graph
+def build_hold_graph(checkpointer: BaseCheckpointSaver | None, key_fn: Callable[[Any, str, ExecutionInfo], Any],
+                     log: list[dict[str, Any]], *,
+                     fail: dict[str, int] | None = None, retry: bool = True,
+                     parallel: bool = True) -> CompiledStateGraph:
+    """START -> hold_outbound (and hold_return, if parallel) -> END: seat holds at the airline.
 
-    Each node calls ``key_fn(runtime.execution_info)`` and appends a dict to ``log``: node,
-    attempt, key, and the execution_info fields task_id, run_id, thread_id, checkpoint_id.
-    ``fail={"hold_outbound": 1}`` makes that node raise TransientError on its first call.
-    With ``retry`` the nodes have ``RetryPolicy(max_attempts=3)`` with no waiting.
+    Each node asks key_fn(ledger_run_id, effect, runtime.execution_info) for the idempotency
+    key it would send to the airline, and logs what it saw. The ledger's run ID comes in
+    config["configurable"]["ledger_run_id"]. fail={"hold_outbound": 1} makes that node time
+    out once (TransientError); with retry the nodes have a RetryPolicy of 3 attempts.
     """
     remaining = dict(fail or {})
     lock = threading.Lock()
 
-    def make(name: str):
-        def node(state: HoldState, runtime: Runtime) -> dict[str, Any]:
+    def make_hold(effect: str) -> Callable[[HoldState, RunnableConfig, Runtime], dict[str, list[str]]]:
+        def hold(state: HoldState, config: RunnableConfig, runtime: Runtime) -> dict[str, list[str]]:
             info = runtime.execution_info
-            key = key_fn(info)
+            ledger_run_id = config["configurable"].get("ledger_run_id")
+            key = key_fn(ledger_run_id, effect, info)  # here the airline would be called with this key
             with lock:
-                log.append({"node": name, "attempt": info.node_attempt, "key": key,
-                            "task_id": info.task_id, "run_id": info.run_id,
+                log.append({"node": effect, "attempt": info.node_attempt, "key": key, "task_id": info.task_id,
+                            "run_id": info.run_id, "ledger_run_id": ledger_run_id,
                             "thread_id": info.thread_id, "checkpoint_id": info.checkpoint_id})
-                failing = remaining.get(name, 0) > 0
+                failing = remaining.get(effect, 0) > 0
                 if failing:
-                    remaining[name] -= 1
+                    remaining[effect] -= 1
             if failing:
-                raise TransientError(f"{name}: the airline API timed out")
-            return {"holds": [name]}
-        return node
+                raise TransientError(f"{effect}: the airline API timed out")
+            return {"holds": [effect]}
 
-    policy = RetryPolicy(max_attempts=3, initial_interval=0.0, jitter=False, retry_on=TransientError) if retry else None
+        return hold
+
+    policy = RetryPolicy(max_attempts=3, initial_interval=0.0, jitter=False, retry_on=TransientError)
     builder = StateGraph(HoldState)
-    names = ["hold_outbound", "hold_return"] if parallel else ["hold_outbound"]
-    for name in names:
-        builder.add_node(name, make(name), retry_policy=policy)
-        builder.add_edge(START, name)
-        builder.add_edge(name, END)
+    for effect in ["hold_outbound", "hold_return"] if parallel else ["hold_outbound"]:
+        builder.add_node(effect, make_hold(effect), retry_policy=policy if retry else None)
+        builder.add_edge(START, effect)
+        builder.add_edge(effect, END)
     return builder.compile(checkpointer=checkpointer)
+
+
+class SlowSqliteSaver(SqliteSaver):
+    """A SqliteSaver whose writes take ``delay`` seconds longer, like a database across a network."""
+
+    def __init__(self, conn: sqlite3.Connection, delay: float) -> None:
+        super().__init__(conn)
+        self.delay = delay
+
+    def put(self, *args: Any, **kwargs: Any) -> Any:
+        time.sleep(self.delay)
+        return super().put(*args, **kwargs)
+
+    def put_writes(self, *args: Any, **kwargs: Any) -> Any:
+        time.sleep(self.delay)
+        return super().put_writes(*args, **kwargs)
+
+
+INFO_FIELDS = ("checkpoint_id", "checkpoint_ns", "task_id", "thread_id", "run_id", "node_attempt")
+
+def _crash_in_hold(path: str, seen: str, ledger_run_id: str, delay: float) -> None:
+    """The child of :func:`crash_inside_hold`: run the hold graph and die inside the node."""
+
+    def crash_in_node(run_id: Any, effect: str, info: ExecutionInfo) -> None:
+        Path(seen).write_text(json.dumps({f: getattr(info, f) for f in INFO_FIELDS}), encoding="utf-8")
+        os._exit(17)  # a real crash inside the node, before the airline answered
+
+    saver = SlowSqliteSaver(sqlite3.connect(path, check_same_thread=False), delay)
+    graph = build_hold_graph(saver, crash_in_node, [], retry=False, parallel=False)
+    config = {"configurable": {"thread_id": "trip-crash", "ledger_run_id": ledger_run_id}, "run_id": uuid.uuid4()}
+    graph.invoke({"holds": []}, config)  # the default durability: "async"
+
+
+def crash_inside_hold(directory: str | Path, ledger_run_id: str, *, delay: float = 0.05) -> list[ExecutionInfo]:
+    """What ``hold_outbound`` saw before a real crash inside it, and when the run was delivered again.
+
+    A child process runs the hold graph under the default durability on a SQLite file whose
+    writes take ``delay`` seconds longer; the node calls ``os._exit`` at once. This process
+    then delivers the command again, as a dispatcher would: ``invoke(None, ...)`` if a
+    checkpoint survived, else the input again, with the same ledger run ID and a new
+    LangGraph run ID. Returns the two ExecutionInfo objects the node got.
+    """
+    folder = Path(directory)
+    path, seen = folder / "holds.db", folder / "seen-before-crash.json"
+    [code] = preloaded_processes.wait([preloaded_processes.start(_crash_in_hold, str(path), str(seen), ledger_run_id,
+                                                                  delay)])
+    if code != 17:
+        raise RuntimeError(f"the crashing child exited with {code}, not 17: it never reached the node")
+    before = ExecutionInfo(**json.loads(seen.read_text(encoding="utf-8")))
+    log: list[dict[str, Any]] = []
+    conn = sqlite3.connect(path, check_same_thread=False)
+    try:
+        graph = build_hold_graph(SqliteSaver(conn), lambda run_id, effect, info: info, log, parallel=False)
+        config = {"configurable": {"thread_id": "trip-crash", "ledger_run_id": ledger_run_id}, "run_id": uuid.uuid4()}
+        survived = graph.get_state(config).next
+        graph.invoke(None if survived else {"holds": []}, config)
+    finally:
+        conn.close()
+    return [before, log[0]["key"]]
 
 
 def label_values(values: Iterable[Any], prefix: str) -> dict[Any, str]:

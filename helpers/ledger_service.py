@@ -1,50 +1,44 @@
-"""The command ledger in front of a real graph: a tiny chat API for chapter 10.
+"""The command ledger in front of a real graph: a tiny chat API and its dispatcher (chapter 10).
 
-:class:`ChatService` is what an HTTP handler of the travel assistant would do, without
-HTTP. ``handle(tenant_id, command_id, conversation_id, payload)``:
+:class:`ChatService` is what an HTTP handler of the travel assistant and its worker would
+do, without HTTP. Requests only *submit*:
 
-1. submits the command to :class:`helpers.ledger.Ledger` (exactly-once acceptance; a
-   retry with the same key and payload gets the stored record, another payload raises
-   ``PayloadMismatch``; another tenant's conversation raises ``ConversationNotFound``);
-2. if this call created the command, dispatches pending commands to :meth:`ChatService.work`,
-   the worker, which invokes the graph with the ``thread_id`` the ledger resolved
-   server-side and records the answer with ``record_result``;
-3. returns a :class:`Response` (status, created, answer): never a raw id.
+* ``handle(tenant_id, command_id, conversation_id, payload)`` validates the payload
+  (:func:`validate_chat_payload`, ``InvalidPayload`` before anything is written), submits it
+  to :class:`helpers.ledger.Ledger` and returns a :class:`Response` with the command's status
+  (``accepted``, ``running`` = still processing, ``done``, ``failed``, ``dead``) and answer;
+* ``status(tenant_id, command_id)`` is what a client polls;
+* ``dispatch()`` is one sweep of a dispatcher: claim each claimable command under a lease,
+  run :meth:`ChatService.work` while a heartbeat renews the lease, record the answer. Run it
+  as a process with ``python -m helpers.ledger_service dispatch DIRECTORY`` (``--help``).
 
 Payloads are ``{"kind": "message", "message_id": ..., "text": ...}`` (a new user message,
 sent as a ``HumanMessage`` with that id) or ``{"kind": "regenerate"}`` (fork from the
 checkpoint before the last answer, as in chapter 09, and let the reply node run again).
 
-The worker is an **idempotent receiver**. Every checkpoint a run writes carries the
-command's ``run_id`` in its metadata (``configurable["ledger_run_id"]`` is copied there by
-LangGraph). Before running, the worker looks for that tag: a finished run is not run again,
+The worker is an **idempotent receiver**. Every checkpoint a run writes carries the ledger's
+run ID in its metadata (``configurable["ledger_run_id"]`` is copied there by LangGraph; it is
+*not* passed as ``config["run_id"]``, which is LangChain's tracing ID and must be new per
+execution). Before running, the worker looks for that tag: a finished run is not run again,
 its answer is read back from the checkpoint; an unfinished one is resumed with
 ``invoke(None, ...)``. This needs per-thread FIFO (the ledger's) so that the run's last
-checkpoint is the thread's head, and leases so that two workers do not get the same
-delivery at once. ``dedupe=False`` turns the check off to show what at-least-once
-delivery does without it.
-
-Limits: only the request that created a command dispatches it, so a command whose worker
-raised stays ``accepted`` until the next :meth:`ChatService.dispatch` sweep (a restart runs
-one); a real service would also sweep on a timer.
+checkpoint is the thread's head, and leases so that two workers do not run it at once.
+``dedupe=False`` turns the check off to show what at-least-once delivery does without it.
+The receiver does not make the *model call* idempotent: a crash inside it repeats it.
 
 ``calls`` is a :class:`collections.Counter` that outlives a simulated crash (think of the
 model provider's bill): ``calls["reply"]`` counts reply-node runs, ``calls["deliveries"]``
 deliveries, ``calls["deduplicated"]`` deliveries the receiver recognised as done.
-The reply node is a deterministic stand-in for a model (``helpers.travel_graphs``) that
-appends its call number, ``(reply #n)``, so that two runs are told apart.
-
-Also here: :func:`run_together` (start N threads at once with a barrier),
-:func:`table_counts` (row counts of a SQLite file), :func:`status_counts` (commands per
-status, pending outbox rows), :func:`crash_then_restart` (one crash point, a restart,
-the counts that matter) and :func:`crash_table` (many points in one directory).
 """
 
 from __future__ import annotations
 
+import argparse
+import os
 import sqlite3
-import tempfile
+import sys
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -52,36 +46,46 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.graph.state import CompiledStateGraph
 
-from helpers.ledger import Delivery, Ledger, SimulatedCrash
-from helpers.travel_graphs import stand_in_reply
+from helpers import ledger, travel_graphs
 
-__all__ = ["ChatService", "Response", "build_counting_chat_graph", "crash_table", "crash_then_restart",
-           "run_together", "status_counts", "table_counts"]
+__all__ = ["RUN_TAG", "ChatService", "Response", "build_counting_chat_graph", "main", "validate_chat_payload"]
 
 RUN_TAG = "ledger_run_id"  # configurable key; LangGraph copies it into checkpoint metadata
+DISPATCH_CRASH_EXIT = 17  # exit code of a dispatcher told to crash inside a model call
 
 
 @dataclass(frozen=True)
 class Response:
     """What the API returns to the client."""
 
-    status: str  # accepted / running / done / failed
-    created: bool  # this request created the command (False for a retry)
+    status: str  # accepted / running (still processing) / done / failed / dead
+    created: bool  # this request created the command (False for a retry or a poll)
     answer: str | None
+    error: str | None = None  # why a dead command gave up
 
 
-def build_counting_chat_graph(checkpointer: Any, calls: Counter):
-    """START -> reply -> END; reply is the stand-in model and counts ``calls["reply"]``."""
+# saved as helpers.ledger_service.build_counting_chat_graph
+def build_counting_chat_graph(checkpointer: BaseCheckpointSaver | None, calls: Counter,
+                              model_call: Callable[[], None] | None = None) -> CompiledStateGraph:
+    """START -> reply -> END; reply is the stand-in model and counts its calls in calls["reply"].
+
+    model_call() runs inside the node, where a real model would be called: a demo uses it
+    to hold the call open, to fail it, or to crash the process in the middle of it.
+    """
     lock = threading.Lock()
 
-    def reply(state: MessagesState) -> dict[str, Any]:
+    def reply(state: MessagesState) -> dict[str, list[AIMessage]]:
         with lock:
             calls["reply"] += 1
             n = calls["reply"]
-        text = stand_in_reply(state["messages"]).content
+        if model_call is not None:
+            model_call()  # the call to the model provider would start here
+        text = travel_graphs.stand_in_reply(state["messages"]).content
         return {"messages": [AIMessage(content=f"{text} (reply #{n})")]}
 
     builder = StateGraph(MessagesState)
@@ -91,49 +95,103 @@ def build_counting_chat_graph(checkpointer: Any, calls: Counter):
     return builder.compile(checkpointer=checkpointer)
 
 
+def validate_chat_payload(payload: object, *, has_message: bool) -> None:
+    """Refuse a malformed command before it is accepted (``InvalidPayload``).
+
+    ``has_message``: the conversation already holds a message command, so a regenerate has
+    something to answer again.
+    """
+    if type(payload) is not dict:
+        raise ledger.InvalidPayload(f"payload must be a dict, got {type(payload).__name__}")
+    kind = payload.get("kind")
+    if kind == "regenerate":
+        extra = sorted(set(payload) - {"kind"})
+        if extra:
+            raise ledger.InvalidPayload(f"a regenerate carries only 'kind', not {extra}")
+        if not has_message:
+            raise ledger.InvalidPayload("a regenerate needs an earlier message in the conversation: "
+                                        "there is no answer to give again")
+        return
+    if kind != "message":
+        raise ledger.InvalidPayload(f"payload['kind'] must be 'message' or 'regenerate', got {kind!r}")
+    extra = sorted(set(payload) - {"kind", "message_id", "text"})
+    if extra:
+        raise ledger.InvalidPayload(f"unexpected key(s) in a message: {extra}")
+    text = payload.get("text")
+    if type(text) is not str or not text.strip():
+        got = "nothing" if text is None else repr(text)[:40] if type(text) is str else type(text).__name__
+        raise ledger.InvalidPayload(f"a message needs 'text', a non-empty str; got {got}")
+    try:
+        ledger.validate_id("message_id", payload.get("message_id"))
+    except ledger.InvalidId as exc:
+        raise ledger.InvalidPayload(f"payload: {exc}") from None
+
+
+def _checkpoint_id(config: dict[str, Any] | None) -> str | None:
+    return None if config is None else config.get("configurable", {}).get("checkpoint_id")
+
+
 class ChatService:
     """Ledger + SqliteSaver + graph in ``directory`` (files ledger.db and checkpoints.db).
 
-    The ledger runs with ``synchronous="NORMAL"`` unless told otherwise (see __init__).
+    ``model_call`` (settable later) runs inside the reply node where the model would be called.
+    Leases last ``lease_seconds`` and are renewed every ``renew_every`` (default a third of
+    the lease) while a run is in progress; ``renew=False`` turns renewal off for the demo of
+    a lease that ends in the middle of a run. The ledger runs with ``synchronous="NORMAL"``
+    unless told otherwise: a commit then survives a crash of the process, not a power cut.
     """
 
-    def __init__(self, directory: str | Path, *, crash_at: str | None = None,
-                 calls: Counter | None = None, dedupe: bool = True, synchronous: str = "NORMAL") -> None:
+    def __init__(self, directory: str | Path, *, crash_at: str | None = None, calls: Counter | None = None,
+                 dedupe: bool = True, synchronous: str = "NORMAL", lease_seconds: float = 30.0,
+                 renew: bool = True, renew_every: float | None = None, max_attempts: int = 3,
+                 clock: Callable[[], float] = time.time, model_call: Callable[[], None] | None = None,
+                 name: str | None = None) -> None:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.calls = calls if calls is not None else Counter()
-        self.dedupe, self.synchronous = dedupe, synchronous
-        # NORMAL (in WAL mode): a commit survives a crash of the process, not a power cut.
-        # That is what the demos simulate, and it skips an fsync per commit. Use FULL
-        # (the Ledger's default) where a power cut must not lose an accepted command.
-        self.ledger = Ledger(self.directory / "ledger.db", crash_at=crash_at, synchronous=synchronous)
+        self.dedupe, self.renew, self.renew_every = dedupe, renew, renew_every
+        self._options = {"synchronous": synchronous, "lease_seconds": lease_seconds, "max_attempts": max_attempts,
+                         "clock": clock}
+        self.model_call = model_call
+        self.ledger = ledger.Ledger(self.directory / "ledger.db", crash_at=crash_at, name=name, **self._options)
         # check_same_thread=False: the saver is used from LangGraph's background thread.
-        self._conn = sqlite3.connect(self.directory / "checkpoints.db", check_same_thread=False)
+        self._conn = sqlite3.connect(self.directory / "checkpoints.db", check_same_thread=False, timeout=30)
         if synchronous.upper() in ("OFF", "NORMAL", "FULL", "EXTRA"):  # a fixed list: safe to format
             self._conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
         self.saver = SqliteSaver(self._conn)
-        self.graph = build_counting_chat_graph(self.saver, self.calls)
+        self.graph = build_counting_chat_graph(self.saver, self.calls, self._model_call)
+
+    def _model_call(self) -> None:
+        if self.model_call is not None:  # replaceable at any time, e.g. to hold a call open
+            self.model_call()
 
     # ------------------------------------------------------------------ the API
     def open_conversation(self, tenant_id: str, conversation_id: str) -> None:
         """Create the conversation (idempotent); its thread_id is minted server-side."""
         self.ledger.create_conversation(tenant_id, conversation_id)
 
-    def handle(self, tenant_id: str, command_id: str, conversation_id: str,
-               payload: dict[str, Any]) -> Response:
-        """Accept the command once, run it if this call created it, return its state."""
-        if not isinstance(payload, dict) or payload.get("kind") not in ("message", "regenerate"):
-            raise ValueError("payload must be a dict with kind 'message' or 'regenerate'")
+    def handle(self, tenant_id: str, command_id: str, conversation_id: str, payload: dict[str, Any]) -> Response:
+        """Validate and accept the command once; return its current state. Nothing runs here."""
+        has_message = False
+        if type(payload) is dict and payload.get("kind") == "regenerate":
+            commands = self.ledger.list_commands(tenant_id, conversation_id)
+            has_message = any(c.payload.get("kind") == "message" and c.status != "dead" for c in commands)
+        validate_chat_payload(payload, has_message=has_message)
         submitted = self.ledger.submit(tenant_id, command_id, conversation_id, payload)
-        if submitted.created:
-            self.dispatch()
-        record = self.ledger.get_command(tenant_id, command_id)
+        return self._response(submitted.record, created=submitted.created)
+
+    def status(self, tenant_id: str, command_id: str) -> Response:
+        """What a client polling for its command sees."""
+        return self._response(self.ledger.get_command(tenant_id, command_id), created=False)
+
+    @staticmethod
+    def _response(record: ledger.CommandRecord, *, created: bool) -> Response:
         answer = record.result.get("answer") if isinstance(record.result, dict) else None
-        return Response(status=record.status, created=submitted.created, answer=answer)
+        return Response(status=record.status, created=created, answer=answer, error=record.error)
 
     def dispatch(self) -> int:
-        """Deliver every pending command to the worker (also: the sweep after a restart)."""
-        return len(self.ledger.dispatch_pending(self.work))
+        """One dispatcher sweep over the outbox; returns the number of results recorded."""
+        return len(self.ledger.dispatch_pending(self.work, renew_every=self.renew_every, heartbeat=self.renew))
 
     def thread_config(self, tenant_id: str, conversation_id: str) -> dict[str, Any]:
         """The graph config of a conversation, resolved on the server side."""
@@ -141,41 +199,40 @@ class ChatService:
         return {"configurable": {"thread_id": thread_id}}
 
     # ------------------------------------------------------------------ the worker
-    def work(self, delivery: Delivery) -> None:
-        """Run one delivered command (at most one effect per run_id) and record the answer."""
+    def work(self, delivery: ledger.Delivery) -> ledger.Completed:
+        """Run one delivered command (once per ledger run ID, if ``dedupe``); return its answer."""
         self.calls["deliveries"] += 1
-        answer = self._run(delivery)
-        self.ledger.record_result(delivery.tenant_id, delivery.command_id, {"answer": answer})
+        thread = {"configurable": {"thread_id": delivery.thread_id}}
+        tag = {RUN_TAG: delivery.run_id}
+        tagged = {"configurable": {"thread_id": delivery.thread_id, **tag}}
+        seen = next(iter(self.saver.list(thread, filter=tag, limit=1)), None) if self.dedupe else None
+        if seen is not None and not self.graph.get_state(seen.config).next:
+            self.calls["deduplicated"] += 1  # this run already finished: read its answer back
+        elif seen is not None:
+            self.graph.invoke(None, tagged, durability="sync")  # resume the unfinished run
+        elif delivery.payload["kind"] == "message":
+            message = HumanMessage(content=delivery.payload["text"], id=delivery.payload["message_id"])
+            self.graph.invoke({"messages": [message]}, tagged, durability="sync")
+        else:
+            before = next((s for s in self.graph.get_state_history(thread) if s.next == ("reply",)), None)
+            if before is None:
+                raise LookupError("nothing to regenerate: the thread has no answer yet")
+            fork = {"configurable": {**before.config["configurable"], **tag}}
+            self.graph.invoke(None, fork, durability="sync")  # a fork (chapter 09)
+        return self._completed(thread, tag)
 
-    def _run(self, d: Delivery) -> str:
-        tag = {RUN_TAG: d.run_id}
-        thread = {"configurable": {"thread_id": d.thread_id}}
-        if self.dedupe:
-            seen = next(iter(self.saver.list(thread, filter=tag, limit=1)), None)
-            if seen is not None:  # this run already reached the checkpointer
-                snapshot = self.graph.get_state(seen.config)
-                if not snapshot.next:
-                    self.calls["deduplicated"] += 1
-                    return str(snapshot.values["messages"][-1].content)
-                return self._invoke(None, thread, tag, d.run_id)  # resume the unfinished run
-        payload = d.payload
-        if payload["kind"] == "message":
-            message = HumanMessage(content=payload["text"], id=payload["message_id"])
-            return self._invoke({"messages": [message]}, thread, tag, d.run_id)
-        before_answer = next(s for s in self.graph.get_state_history(thread) if s.next == ("reply",))
-        return self._invoke(None, before_answer.config, tag, d.run_id)  # a fork (chapter 09)
-
-    def _invoke(self, value: Any, config: dict[str, Any], tag: dict[str, str], run_id: str) -> str:
-        config = {"configurable": {**config["configurable"], **tag}, "run_id": run_id}
-        result = self.graph.invoke(value, config, durability="sync")
-        return str(result["messages"][-1].content)
+    def _completed(self, thread: dict[str, Any], tag: dict[str, str]) -> ledger.Completed:
+        run = list(self.saver.list(thread, filter=tag))  # newest first: this run's checkpoints
+        answer = self.graph.get_state(run[0].config).values["messages"][-1].content
+        return ledger.Completed({"answer": str(answer)}, start_checkpoint_id=_checkpoint_id(run[-1].parent_config),
+                                end_checkpoint_id=_checkpoint_id(run[0].config))
 
     # ------------------------------------------------------------------ lifecycle
     def restart(self, *, dedupe: bool | None = None) -> ChatService:
-        """Close this object and open a new service on the same files, then sweep."""
+        """Close this object and open a new service on the same files, then sweep once."""
         self.close()
-        fresh = ChatService(self.directory, calls=self.calls, synchronous=self.synchronous,
-                            dedupe=self.dedupe if dedupe is None else dedupe)
+        fresh = ChatService(self.directory, calls=self.calls, dedupe=self.dedupe if dedupe is None else dedupe,
+                            renew=self.renew, renew_every=self.renew_every, **self._options)
         fresh.dispatch()
         return fresh
 
@@ -190,97 +247,49 @@ class ChatService:
         self.close()
 
 
-def run_together(n: int, func: Callable[[], Any], *, timeout: float = 30.0) -> list[Any]:
-    """Call ``func`` in ``n`` threads released at the same moment by a barrier.
+# ---------------------------------------------------------------------- the dispatcher process
+def _crash_once_model_call(bill: Path | None, token: Path | None) -> Callable[[], None]:
+    """A model call that writes a line to ``bill`` and, if it can take ``token``, dies."""
 
-    Returns the results in thread order; an exception a call raised is returned in its place.
-    """
-    barrier = threading.Barrier(n)
-    results: list[Any] = [None] * n
+    def model_call() -> None:
+        if bill is not None:
+            with open(bill, "a", encoding="utf-8") as file:  # the provider bills the call
+                file.write(f"{os.getpid()}\n")
+        if token is not None:
+            try:
+                os.unlink(token)  # atomic: only one model call in all processes gets the token
+            except FileNotFoundError:
+                return
+            os._exit(DISPATCH_CRASH_EXIT)  # a real crash: no cleanup, no finally, no result
 
-    def worker(i: int) -> None:
-        try:
-            barrier.wait(timeout)
-            results[i] = func()
-        except Exception as exc:  # returned, so the caller can count outcomes
-            results[i] = exc
-
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(n)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout)
-    return results
+    return model_call
 
 
-def table_counts(path: str | Path, tables: tuple[str, ...] = ("conversations", "commands", "outbox")) -> dict[str, int]:
-    """Row count per table of a SQLite file, read on a fresh connection."""
-    conn = sqlite3.connect(path)
+def main(argv: list[str] | None = None) -> int:
+    """``python -m helpers.ledger_service dispatch DIRECTORY``: a dispatcher process."""
+    parser = argparse.ArgumentParser(prog="python -m helpers.ledger_service")
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("dispatch", help="sweep the outbox of DIRECTORY/ledger.db and run each command")
+    run.add_argument("directory", type=Path)
+    run.add_argument("--lease", type=float, default=30.0, help="lease length in seconds (renewed every third)")
+    run.add_argument("--poll", type=float, default=0.05, help="seconds between sweeps when idle")
+    run.add_argument("--max-seconds", type=float, default=None, help="stop after this long")
+    run.add_argument("--until-drained", action="store_true", help="stop once no command is pending")
+    run.add_argument("--bill", type=Path, help="append one line per model call to this file")
+    run.add_argument("--crash-once", type=Path, metavar="TOKEN",
+                     help="the model call that manages to delete TOKEN kills its process (os._exit)")
+    run.add_argument("--name", help="this dispatcher's name in the runs table")
+    args = parser.parse_args(argv)
+    service = ChatService(args.directory, lease_seconds=args.lease, name=args.name,
+                          model_call=_crash_once_model_call(args.bill, args.crash_once))
     try:
-        names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        # Table names come from the fixed tuple above and are checked against the schema.
-        return {t: conn.execute(f'SELECT COUNT(*) FROM "{t}"').fetchone()[0] for t in tables if t in names}
-    finally:
-        conn.close()
-
-
-def status_counts(path: str | Path) -> dict[str, Any]:
-    """Commands per status and pending outbox rows of a ledger file (a fresh connection)."""
-    conn = sqlite3.connect(path)
-    try:
-        statuses = dict(conn.execute("SELECT status, COUNT(*) FROM commands GROUP BY status ORDER BY status"))
-        pending = conn.execute("SELECT COUNT(*) FROM outbox WHERE status = 'pending'").fetchone()[0]
-        return {"commands": statuses, "outbox_pending": pending}
-    finally:
-        conn.close()
-
-
-def crash_then_restart(point: str, *, dedupe: bool = True, directory: str | Path | None = None) -> dict[str, Any]:
-    """One message command; the process "crashes" at ``point``; restart; the client retries.
-
-    Runs in ``directory`` (default: a fresh temporary one) on conversation ``conv-<point>``
-    of tenant ``acme``, so several points can share one directory. Returns a row: whether
-    it crashed, deliveries, reply-node runs, deduplicated deliveries, the final status and
-    whether the client's retry got the answer.
-    """
-    if directory is None:
-        with tempfile.TemporaryDirectory() as tmp:
-            return crash_then_restart(point, dedupe=dedupe, directory=tmp)
-    name = point.replace("_", "-")
-    request = ("acme", f"cmd-{name}", f"conv-{name}",
-               {"kind": "message", "message_id": "m-1", "text": "I prefer a window seat"})
-    service = ChatService(directory, crash_at=point, dedupe=dedupe)
-    service.open_conversation("acme", request[2])
-    crashed = None
-    try:
-        service.handle(*request)
-    except SimulatedCrash as crash:
-        crashed = crash.point
-    service = service.restart()  # a new Ledger object on the same file, then a sweep
-    try:
-        retry = service.handle(*request)  # the client never got an answer: it retries
+        recorded = ledger.run_dispatcher(service.ledger, service.work, poll=args.poll,
+                                         until_drained=args.until_drained, max_seconds=args.max_seconds)
     finally:
         service.close()
-    return {"crash_at": point, "crashed": crashed is not None,
-            "deliveries": service.calls["deliveries"], "reply_runs": service.calls["reply"],
-            "deduplicated": service.calls["deduplicated"], "status": retry.status,
-            "retry_got_answer": retry.answer is not None}
+    print(f"recorded {recorded} result(s)")
+    return 0
 
 
-def crash_table(points: tuple[str, ...], *, dedupe: bool = True) -> list[dict[str, Any]]:
-    """:func:`crash_then_restart` for each point, all in one temporary directory.
-
-    One directory and a connection held open on each file for the whole table: closing
-    the last connection of a WAL database checkpoints and syncs it, which made each
-    scenario pay for file creation, sync and deletion on a slow disk.
-    """
-    with tempfile.TemporaryDirectory() as tmp:
-        holders = [sqlite3.connect(Path(tmp) / name) for name in ("ledger.db", "checkpoints.db")]
-        for conn in holders:  # a statement opens the file; WAL mode makes the hold count
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
-        try:
-            return [crash_then_restart(point, dedupe=dedupe, directory=tmp) for point in points]
-        finally:
-            for conn in holders:
-                conn.close()
+if __name__ == "__main__":
+    sys.exit(main())

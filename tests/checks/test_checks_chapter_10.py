@@ -5,9 +5,11 @@ Same shape as tests/checks/test_checks_chapter_00.py: ``WRONG_ANSWERS`` maps an 
 substring the failure message must contain.
 """
 
+import uuid
+
 import pytest
 
-from helpers.checks import FAILED, NOT_ATTEMPTED, PASSED, evaluate
+from helpers.checks import FAILED, PASSED, evaluate
 
 
 # ----------------------------------------------------------------------------- 10.1 answers
@@ -141,12 +143,16 @@ WRONG_ANSWERS = {
         (({**CHOICE, "command_id": "uuid8"},), "not one of"),
     ],
     "10.4": [
-        ((lambda info: info.thread_id,), "got the same key"),
-        ((lambda info: info.checkpoint_id,), "got the same key"),
-        ((lambda info: f"{info.task_id}:{info.node_attempt}",), "attempt 1 and attempt 2"),
-        ((lambda info: f"{info.run_id}:{info.task_id}",), "run_id changes per invocation"),
-        ((lambda info: 42,), "expected a str"),
-        ((lambda info: info.task_name,), "raised AttributeError"),
+        ((lambda run_id, effect, info: info.task_id,), "after a real crash"),
+        ((lambda run_id, effect, info: f"{info.thread_id}:{info.task_id}",), "after a real crash"),
+        ((lambda run_id, effect, info: f"{info.run_id}:{effect}",), "LangGraph's run_id is new"),
+        ((lambda run_id, effect, info: info.checkpoint_id,), "got the same key"),
+        ((lambda run_id, effect, info: run_id,), "Put the effect's name into the key"),
+        ((lambda run_id, effect, info: f"{info.task_id}:{info.node_attempt}",), "attempt 1 and attempt 2"),
+        ((lambda run_id, effect, info: f"{info.thread_id}:{effect}",), "a new command"),
+        ((lambda run_id, effect, info: str(uuid.uuid4()),), "a random part"),
+        ((lambda run_id, effect, info: 42,), "expected a str"),
+        ((lambda run_id, effect, info: info.task_name,), "raised AttributeError"),
     ],
 }
 
@@ -160,8 +166,8 @@ def test_insert_first_implementations_pass(answer):
 @pytest.mark.parametrize("exercise_id,args", [
     ("10.2", (KINDS, NEW_IDS)),
     ("10.3", (CHOICE,)),
-    ("10.4", (lambda info: f"{info.thread_id}:{info.task_id}",)),
-    ("10.4", (lambda info: info.task_id,)),
+    ("10.4", (lambda run_id, effect, info: str(uuid.uuid5(uuid.UUID(run_id), effect)),)),
+    ("10.4", (lambda run_id, effect, info: f"{run_id}:{effect}",)),
 ])
 def test_right_answers_pass(exercise_id, args):
     result = evaluate(exercise_id, *args)
@@ -177,7 +183,8 @@ def test_check_then_insert_is_caught_every_time():
 
 def test_a_plain_sql_typo_is_not_blamed_on_formatting():
     def typo(conn, tenant_id, command_id, payload_fingerprint):
-        conn.execute("INSERT INTO commands VALUES (?, ?, ?) ON CONFLICT DO NOTHIN", (tenant_id, command_id, payload_fingerprint))
+        conn.execute("INSERT INTO commands VALUES (?, ?, ?) ON CONFLICT DO NOTHIN",
+                     (tenant_id, command_id, payload_fingerprint))
         return payload_fingerprint, True
 
     result = evaluate("10.1", typo)

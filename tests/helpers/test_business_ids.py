@@ -12,9 +12,16 @@ from helpers import business_ids as ids
 def test_uuid_properties_rows() -> None:
     rows = {r["kind"]: r for r in ids.uuid_properties()}
     assert [rows[k]["version"] for k in ("uuid4", "uuid7", "uuid5")] == [4, 7, 5]
+    assert [rows[k]["random_bits"] for k in ("uuid4", "uuid7", "uuid5")] == [122, 74, 0]  # measured
     assert rows["uuid7"]["sorted_by_creation"] and rows["uuid7"]["embeds_time"]
     assert not rows["uuid4"]["sorted_by_creation"] and not rows["uuid4"]["same_input_same_id"]
-    assert rows["uuid5"]["same_input_same_id"] and rows["uuid5"]["random_bits"] == 0
+    assert rows["uuid5"]["same_input_same_id"]
+
+
+def test_uuid7_burst_runs_ahead_of_the_clock() -> None:
+    burst = ids.uuid7_burst(5000)
+    assert burst["distinct"] and burst["sorted"]
+    assert burst["last_ahead_ms"] > 2000  # 5,000 IDs in far less than 3 s: each took its own millisecond
 
 
 def test_pii_footprint_counts_text_and_blob_columns(tmp_path: Path) -> None:
@@ -31,19 +38,29 @@ def test_pii_footprint_counts_text_and_blob_columns(tmp_path: Path) -> None:
 
 def test_hold_graph_logs_retries_and_distinct_tasks() -> None:
     log: list = []
-    graph = ids.build_hold_graph(InMemorySaver(), lambda info: info.task_id, log, fail={"hold_outbound": 1})
-    graph.invoke({"holds": []}, {"configurable": {"thread_id": "t"}})
+    graph = ids.build_hold_graph(InMemorySaver(), lambda run_id, effect, info: f"{run_id}:{effect}", log,
+                                 fail={"hold_outbound": 1})
+    graph.invoke({"holds": []}, {"configurable": {"thread_id": "t", "ledger_run_id": "R1"}})
     out = [r for r in log if r["node"] == "hold_outbound"]
     back = [r for r in log if r["node"] == "hold_return"]
-    assert [r["attempt"] for r in out] == [1, 2] and len({r["key"] for r in out}) == 1
-    assert out[0]["key"] != back[0]["key"] and out[0]["run_id"] is None
+    assert [r["attempt"] for r in out] == [1, 2] and {r["key"] for r in out} == {"R1:hold_outbound"}
+    assert back[0]["key"] == "R1:hold_return" and out[0]["task_id"] != back[0]["task_id"]
+    assert out[0]["run_id"] is None and out[0]["ledger_run_id"] == "R1"
 
 
 def test_hold_graph_without_retry_raises_transient_error() -> None:
-    graph = ids.build_hold_graph(InMemorySaver(), str, [], fail={"hold_outbound": 1}, retry=False, parallel=False)
+    graph = ids.build_hold_graph(InMemorySaver(), lambda *a: None, [], fail={"hold_outbound": 1}, retry=False,
+                                 parallel=False)
     with pytest.raises(ids.TransientError):
         graph.invoke({"holds": []}, {"configurable": {"thread_id": "t"}})
     assert graph.invoke(None, {"configurable": {"thread_id": "t"}}) == {"holds": ["hold_outbound"]}
+
+
+def test_a_real_crash_inside_the_hold_changes_the_task_id(tmp_path: Path) -> None:
+    before, after = ids.crash_inside_hold(tmp_path, "0b4b7c53-7c6d-5b0c-a5c8-3d2f1e0a9b8c")
+    assert before.thread_id == after.thread_id == "trip-crash"
+    assert before.task_id != after.task_id  # the checkpoint it was planned from was never saved
+    assert before.run_id != after.run_id  # LangGraph's run_id: one per invocation
 
 
 def test_label_values_in_order_of_first_appearance() -> None:

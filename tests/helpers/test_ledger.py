@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from course.ledger_bench import benchmark_ledger
 from helpers.ledger import (
     CRASH_POINTS,
     RUN_NAMESPACE,
@@ -26,16 +27,17 @@ from helpers.ledger import (
     InvalidPayload,
     Ledger,
     LedgerError,
+    ManualClock,
     PayloadMismatch,
     SimulatedCrash,
     canonical_json,
     fingerprint,
     new_command_id,
     new_time_ordered_id,
+    run_id_for,
     stable_id,
     validate_id,
 )
-from course.ledger_bench import benchmark_ledger
 
 T = "tenant-a"
 
@@ -164,14 +166,14 @@ def test_sixteen_threads_race_one_key(db: Path, ledger: Ledger, shared: bool) ->
     ledger.dispatch_pending(runs.append)
     assert [d.command_id for d in runs] == ["cmd-race"]
     assert runs[0].run_id == flat[0].record.run_id == stable_id(RUN_NAMESPACE, f"{T}/cmd-race")
+    assert runs[0].run_id == run_id_for(T, "cmd-race")
 
 
 # --------------------------------------------------------------------------- semantics
 def test_retry_returns_stored_record_and_result(ledger: Ledger, db: Path) -> None:
     first = ledger.submit(T, "cmd-1", "conv-1", {"q": "hotels"})
     assert first.created and first.record.status == "accepted"
-    [d] = ledger.dispatch_pending(lambda d: None)
-    ledger.record_result(T, "cmd-1", {"answer": 3})
+    [d] = ledger.dispatch_pending(lambda d: {"answer": 3})
     again = ledger.submit(T, "cmd-1", "conv-1", {"q": "hotels"})
     assert not again.created
     assert again.record.status == "done" and again.result == {"answer": 3}
@@ -187,9 +189,9 @@ def test_regenerate_is_a_new_command_and_a_new_run(ledger: Ledger) -> None:
     assert b.record.seq > a.record.seq
     seen: list[str] = []
 
-    def deliver(d: Delivery) -> None:
+    def deliver(d: Delivery) -> str:
         seen.append(d.run_id)
-        ledger.record_result(d.tenant_id, d.command_id, "ok")
+        return "ok"
 
     ledger.dispatch_pending(deliver)
     assert seen == [a.record.run_id, b.record.run_id]
@@ -226,16 +228,16 @@ def test_conversations_get_opaque_server_side_threads(ledger: Ledger) -> None:
 
 def test_record_result_is_idempotent_first_result_wins(ledger: Ledger, db: Path) -> None:
     ledger.submit(T, "cmd-1", "conv-1", {})
-    ledger.dispatch_pending(lambda d: None)
-    done = ledger.record_result(T, "cmd-1", {"n": 1})
+    delivery = ledger.claim()
+    done = ledger.record_result(delivery, {"n": 1})
     before = dump(db)
-    assert ledger.record_result(T, "cmd-1", {"n": 1}) == done
-    assert ledger.record_result(T, "cmd-1", {"n": 2}, status="failed") == done
+    assert ledger.record_result(delivery, {"n": 1}) == done
+    assert ledger.record_result(delivery, {"n": 2}, status="failed") == done
     assert dump(db) == before and done.status == "done" and done.result == {"n": 1}
     with pytest.raises(CommandNotFound):
-        ledger.record_result(T, "nope", {})
+        ledger.record_result(Delivery(999, 1, T, "nope", "conv-1", "t", "r", {}), {})
     with pytest.raises(ValueError):
-        ledger.record_result(T, "cmd-1", {}, status="running")  # type: ignore[arg-type]
+        ledger.record_result(delivery, {}, status="running")  # type: ignore[arg-type]
 
 
 # --------------------------------------------------------------------------- FIFO
@@ -245,13 +247,14 @@ def test_second_command_on_a_busy_thread_waits(ledger: Ledger) -> None:
     c = ledger.submit(T, "c", "conv-2", {"n": 3}).record
     d = ledger.submit(T, "d", "conv-1", {"n": 4}).record
     assert b.created  # queued, not rejected as a duplicate
-    first = ledger.dispatch_pending(lambda d: None)
+    first = [ledger.claim(), ledger.claim()]
     assert [x.command_id for x in first] == ["a", "c"]  # heads of both threads
     assert ledger.get_command(T, "b").status == "accepted"
-    assert ledger.dispatch_pending(lambda d: None) == []  # a still running
-    ledger.record_result(T, "a", "ok")
-    assert [x.command_id for x in ledger.dispatch_pending(lambda d: None)] == ["b"]
-    ledger.record_result(T, "b", "boom", status="failed")  # failure also unblocks
+    assert ledger.claim() is None  # a still running
+    ledger.record_result(first[0], "ok")
+    second = ledger.claim()
+    assert second.command_id == "b"
+    ledger.record_result(second, "boom", status="failed")  # failure also unblocks
     assert [x.command_id for x in ledger.dispatch_pending(lambda d: None)] == ["d"]
     assert [r.command_id for r in ledger.list_commands(T, "conv-1")] == ["a", "b", "d"]
     assert a.seq < b.record.seq < c.seq < d.seq
@@ -274,7 +277,7 @@ def test_concurrent_commands_on_one_thread_run_fifo_one_at_a_time(ledger: Ledger
     order: list[str] = []
     in_flight = [0, 0]  # current, max
 
-    def deliver(d: Delivery) -> None:
+    def deliver(d: Delivery) -> dict:
         with lock:
             in_flight[0] += 1
             in_flight[1] = max(in_flight)
@@ -282,7 +285,7 @@ def test_concurrent_commands_on_one_thread_run_fifo_one_at_a_time(ledger: Ledger
         time.sleep(0.0005)  # widen the window in which a second run could sneak in
         with lock:
             in_flight[0] -= 1
-        ledger.record_result(d.tenant_id, d.command_id, {"seq": d.seq})
+        return {"seq": d.seq}
 
     def dispatcher(i: int) -> None:
         deadline = time.monotonic() + 30
@@ -304,56 +307,40 @@ COMMANDS = [("conv-1", "k1", {"n": 1}), ("conv-1", "k2", {"n": 2}),
 class Receiver:
     """A worker with a durable dedupe store (``applied``) keyed by run_id."""
 
-    def __init__(self, synchronous: bool) -> None:
-        self.synchronous = synchronous
-        self.ledger: Ledger | None = None
+    def __init__(self) -> None:
         self.deliveries: Counter[str] = Counter()  # raw, at-least-once
         self.effects: Counter[str] = Counter()  # what the outside world sees
         self.applied: dict[str, object] = {}
-        self.queue: list[Delivery] = []  # in memory: lost in a crash
 
-    def __call__(self, d: Delivery) -> None:
+    def __call__(self, d: Delivery) -> object:
         self.deliveries[d.command_id] += 1
         if d.run_id not in self.applied:
             self.effects[d.command_id] += 1
             self.applied[d.run_id] = {"echo": d.payload}
-        if self.synchronous:
-            self.ledger.record_result(d.tenant_id, d.command_id, self.applied[d.run_id])
-        else:
-            self.queue.append(d)
-
-    def drain(self) -> None:
-        while self.queue:
-            d = self.queue[0]
-            self.ledger.record_result(d.tenant_id, d.command_id, self.applied[d.run_id])
-            self.queue.pop(0)
+        return self.applied[d.run_id]
 
 
-def _drive(db: Path, receiver: Receiver, ledger: Ledger) -> None:
-    receiver.ledger = ledger
+def _drive(receiver: Receiver, ledger: Ledger) -> None:
     for conv, key, payload in COMMANDS:  # the client retries every submit after a crash
         ledger.submit(T, key, conv, payload)
-    while ledger.dispatch_pending(receiver) or receiver.queue:
-        receiver.drain()
+    while ledger.dispatch_pending(receiver):
+        pass
 
 
-@pytest.mark.parametrize("synchronous", [True, False], ids=["sync-worker", "async-worker"])
 @pytest.mark.parametrize("point", CRASH_POINTS)
-def test_crash_then_restart_applies_every_command_once(db: Path, point: str,
-                                                       synchronous: bool) -> None:
+def test_crash_then_restart_applies_every_command_once(db: Path, point: str) -> None:
     with Ledger(db) as setup:
         setup.create_conversation(T, "conv-1")
         setup.create_conversation(T, "conv-2")
-    receiver = Receiver(synchronous)
-    crashing = Ledger(db, crash_at=point)  # default 30 s leases: the crash expires them
+    receiver = Receiver()
+    crashing = Ledger(db, crash_at=point)  # default 30 s leases: the crash ends them
     with pytest.raises(SimulatedCrash) as info:
-        _drive(db, receiver, crashing)
+        _drive(receiver, crashing)
     assert info.value.point == point
     crashing.close()
-    receiver.queue.clear()  # the worker process died too
     with Ledger(db) as restarted:
-        _drive(db, receiver, restarted)
-        _drive(db, receiver, restarted)  # a second restart changes nothing
+        _drive(receiver, restarted)
+        _drive(receiver, restarted)  # a second restart changes nothing
         records = [restarted.get_command(T, key) for _, key, _ in COMMANDS]
 
     assert receiver.effects == Counter({key: 1 for _, key, _ in COMMANDS})
@@ -362,8 +349,7 @@ def test_crash_then_restart_applies_every_command_once(db: Path, point: str,
     assert count(db, "commands") == 4 and count(db, "outbox") == 4
     with closing(sqlite3.connect(db)) as conn:
         assert conn.execute("SELECT COUNT(*) FROM outbox WHERE status != 'done'").fetchone()[0] == 0
-    if (synchronous, point) in {(True, "before_mark_done"), (False, "after_deliver"),
-                                (False, "before_mark_done")}:
+    if point in {"after_deliver", "before_mark_done"}:
         # delivery really happened twice: only the receiver's dedupe kept the effect single
         assert sum(receiver.deliveries.values()) > len(COMMANDS)
 
@@ -373,16 +359,15 @@ def test_unknown_crash_point_is_rejected(db: Path) -> None:
         Ledger(db, crash_at="after_lunch")
 
 
-def test_lease_blocks_a_second_dispatcher_until_it_expires(db: Path, ledger: Ledger) -> None:
-    ledger.submit(T, "cmd-1", "conv-1", {})
-    short = Ledger(db, lease_seconds=0.05)
-    try:
-        assert [d.attempt for d in short.dispatch_pending(lambda d: None)] == [1]
-        assert ledger.dispatch_pending(lambda d: pytest.fail("still leased")) == []
-        time.sleep(0.1)  # no result arrived within the lease: deliver again
-        assert [d.attempt for d in ledger.dispatch_pending(lambda d: None)] == [2]
-    finally:
-        short.close()
+def test_lease_blocks_a_second_dispatcher_until_it_expires(db: Path) -> None:
+    clock = ManualClock()
+    with Ledger(db, clock=clock) as first, Ledger(db, clock=clock) as second:
+        first.create_conversation(T, "conv-1")
+        first.submit(T, "cmd-1", "conv-1", {})
+        assert first.claim().attempt == 1
+        assert second.claim() is None  # still leased
+        clock.advance(first.lease_seconds)  # no result arrived within the lease: deliver again
+        assert second.claim().attempt == 2
 
 
 def test_deliver_error_releases_the_lease(ledger: Ledger) -> None:
@@ -536,8 +521,13 @@ def test_submit_twice_is_one_row_and_one_record(shared_ledger: Ledger, payload) 
 
 # --------------------------------------------------------------------------- benchmark
 def test_benchmark_small(tmp_path: Path) -> None:
-    out = benchmark_ledger(tmp_path, single_commands=30, threads=3, per_thread=20)
-    single, conc = out["single_writer"], out["concurrent"]
-    assert single["accepted"] == 30 and single["accepted_per_second"] > 0
-    assert conc["submissions"] == 60 and conc["accepted"] == 30 and conc["duplicates"] == 30
-    assert conc["accepted_per_second"] > 0 and conc["submissions_per_second"] > 0
+    out = benchmark_ledger(tmp_path, commands=30, processes=2, per_process=16, rounds=2)
+    single, procs = out["single_writer"], out["processes"]
+    assert out["synchronous"] == "FULL"
+    assert single["rows_each"] == 30 and procs["rows_each"] == 32 and procs["processes"] == 2
+    for part in (single, procs):
+        assert part["ledger_per_s"] > 0 and part["plain_per_s"] > 0
+        assert part["ratio"] == pytest.approx(part["ledger_per_s"] / part["plain_per_s"])
+    with closing(sqlite3.connect(next(tmp_path.glob("bench-single-*.db")))) as conn:
+        assert conn.execute("SELECT COUNT(*) FROM commands").fetchone()[0] == 50  # 20 warm-up + 30
+        assert conn.execute("SELECT COUNT(*) FROM plain").fetchone()[0] == 50

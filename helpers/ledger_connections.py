@@ -1,0 +1,144 @@
+"""Connections of the command ledger (:mod:`helpers.ledger`): a small pool, and locks as errors.
+
+* :class:`ConnectionPool` lends a connection to one thread at a time and keeps at most
+  ``max_idle`` of them open between uses, so a thread that ends leaves no connection (and
+  no file descriptor) behind. ``using()`` turns "database is locked" after the busy
+  timeout into :class:`~helpers.ledger_records.LedgerBusy`; ``until()`` retries a step that
+  SQLite's busy handler does not cover (``PRAGMA journal_mode=WAL``) until a deadline.
+* :class:`CrashAtCommit` makes the ``COMMIT`` of a transaction a simulated crash.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+from helpers.ledger_records import LedgerBusy, LedgerError, SimulatedCrash
+
+__all__ = ["ConnectionPool", "CrashAtCommit", "is_busy"]
+
+T = TypeVar("T")
+
+
+def is_busy(exc: sqlite3.OperationalError) -> bool:
+    """Is ``exc`` SQLite saying that another connection holds a lock?"""
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    return name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "locked" in str(exc) or "busy" in str(exc)
+
+
+class ConnectionPool:
+    """Connections to one SQLite file with the ledger's settings, lent one thread at a time."""
+
+    def __init__(self, path: str, *, timeout: float, synchronous: str, max_idle: int) -> None:
+        if synchronous not in ("OFF", "NORMAL", "FULL", "EXTRA"):
+            raise ValueError(f"bad synchronous level {synchronous!r}")
+        self.path, self.timeout, self.synchronous, self.max_idle = path, timeout, synchronous, max_idle
+        self._lock = threading.Lock()
+        self._idle: list[sqlite3.Connection] = []
+        self._open: set[sqlite3.Connection] = set()
+        self._closed = False
+
+    def get(self) -> sqlite3.Connection:
+        with self._lock:
+            if self._closed:
+                raise LedgerError("ledger is closed")
+            if self._idle:
+                return self._idle.pop()
+        # timeout= is SQLite's busy timeout; isolation_level=None: the ledger issues BEGIN and
+        # COMMIT itself; check_same_thread=False: a lent connection serves one thread at a time.
+        conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False)
+        try:
+            conn.execute(f"PRAGMA synchronous = {self.synchronous}")  # checked against a fixed list
+            conn.execute("PRAGMA foreign_keys = ON")
+        except BaseException:
+            conn.close()
+            raise
+        with self._lock:
+            self._open.add(conn)
+        return conn
+
+    def put(self, conn: sqlite3.Connection) -> None:
+        if conn.in_transaction:  # never lend a connection in the middle of a transaction
+            conn.execute("ROLLBACK")
+        with self._lock:
+            if not self._closed and len(self._idle) < self.max_idle:
+                self._idle.append(conn)
+                return
+        self.discard(conn)
+
+    def discard(self, conn: sqlite3.Connection) -> None:
+        with self._lock:
+            self._open.discard(conn)
+        conn.close()
+
+    def close(self) -> None:
+        """Close the idle connections now; connections in use close when they come back."""
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            self.discard(conn)
+
+    def busy(self) -> LedgerBusy:
+        return LedgerBusy(f"{self.path} stayed locked for {self.timeout} s; nothing was changed, "
+                          "so retrying the call is safe")
+
+    @contextmanager
+    def using(self) -> Iterator[sqlite3.Connection]:
+        """Lend a connection; a lock that outlasts the busy timeout becomes ``LedgerBusy``."""
+        try:
+            conn = self.get()
+        except sqlite3.OperationalError as exc:
+            if is_busy(exc):
+                raise self.busy() from exc
+            raise
+        try:
+            yield conn
+        except sqlite3.OperationalError as exc:
+            if is_busy(exc):
+                raise self.busy() from exc
+            raise
+        finally:
+            self.put(conn)
+
+    def until(self, deadline: float, step: Callable[[], T]) -> T:
+        """Run ``step``, retrying while the file is locked, until ``deadline``.
+
+        ``PRAGMA journal_mode=WAL`` does not call SQLite's busy handler, so without this
+        loop it fails at once while another process holds a lock. A file that is not a
+        SQLite database raises ``LedgerError``.
+        """
+        pause = 0.001
+        while True:
+            try:
+                return step()
+            except sqlite3.OperationalError as exc:
+                if not is_busy(exc):
+                    raise
+                if time.monotonic() >= deadline:
+                    raise LedgerBusy(f"{self.path} stayed locked for {self.timeout} s while opening; "
+                                     "retrying is safe") from exc
+            except sqlite3.DatabaseError as exc:
+                raise LedgerError(f"{self.path} is not a ledger database: {exc}") from exc
+            time.sleep(min(pause, max(0.0, deadline - time.monotonic())))
+            pause = min(pause * 2, 0.05)
+
+
+class CrashAtCommit:
+    """A connection whose COMMIT is a simulated crash (for ``crash_at="before_commit"``)."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+
+    def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:
+        if sql == "COMMIT":
+            raise SimulatedCrash("before_commit")
+        return self._conn.execute(sql, *args)
+
+    @property
+    def in_transaction(self) -> bool:
+        return self._conn.in_transaction

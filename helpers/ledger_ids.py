@@ -1,0 +1,154 @@
+"""IDs, validation and payload fingerprints of the command ledger (:mod:`helpers.ledger`).
+
+Import it through :mod:`helpers.ledger`, which re-exports every public name here.
+
+* ``new_command_id()`` (uuid4), ``new_time_ordered_id()`` (uuid7), ``stable_id(ns, name)``
+  (uuid5) and ``run_id_for(tenant_id, command_id)``, the ledger's run ID of a command.
+* ``validate_id(field, value)``: exactly a ``str`` (``type(value) is str``: a subclass with
+  a lying ``__len__`` is refused) of 1..128 characters from ``[A-Za-z0-9._:-]``.
+* ``canonical_json(value)`` and ``fingerprint(value)``: what "the same payload" means.
+  Decided and tested:
+
+  - key order does not matter (keys are sorted);
+  - Unicode strings are compared in NFC, so a composed and a decomposed "é" are the same
+    text (two keys that become equal under NFC are refused as duplicates);
+  - ``-0.0`` and ``0.0`` are the same number (RFC 8785 writes both as ``0``);
+  - ``1`` and ``1.0`` stay different, and so do ``True`` and ``1``: their JSON differs;
+  - NaN, infinities, lone surrogates, non-``str`` keys, nesting deeper than 64 levels and
+    any type outside ``None``/``bool``/``int``/``float``/``str``/``list``/``tuple``/``dict``
+    (exact types, no subclasses) raise :class:`~helpers.ledger_records.InvalidPayload`.
+
+* ``payload_json(value)``: the JSON the ledger stores and delivers. It is the payload *as
+  the client sent it* (its own key order, its own Unicode form), not the canonical form,
+  so a model sees exactly the text the user typed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import unicodedata
+import uuid
+from typing import Any
+
+from helpers.ledger_records import InvalidId, InvalidPayload
+
+try:  # Python 3.14+ has uuid7 in the standard library.
+    from uuid import uuid7 as _uuid7  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - depends on the interpreter
+    from uuid6 import uuid7 as _uuid7
+
+__all__ = ["MAX_ID_LENGTH", "MAX_PAYLOAD_DEPTH", "RUN_NAMESPACE", "canonical_json", "fingerprint",
+           "new_command_id", "new_time_ordered_id", "payload_json", "run_id_for", "stable_id", "validate_id"]
+
+RUN_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "urn:langgraph-persistence-course:ledger:run")
+MAX_ID_LENGTH = 128
+MAX_PAYLOAD_DEPTH = 64
+_ID_RE = re.compile(r"[A-Za-z0-9._:-]+")
+_SCALARS = (type(None), bool, int, float, str)
+
+
+def new_command_id() -> str:
+    """A fresh random command id (uuid4). Create one per new intent, reuse it on retry."""
+    return str(uuid.uuid4())
+
+
+def new_time_ordered_id() -> str:
+    """A uuid7 (millisecond time prefix): good index locality, but not a strict order."""
+    return str(_uuid7())
+
+
+def stable_id(namespace: uuid.UUID | str, name: str) -> str:
+    """A deterministic uuid5: the same namespace and name always give the same id."""
+    ns = namespace if isinstance(namespace, uuid.UUID) else uuid.UUID(str(namespace))
+    return str(uuid.uuid5(ns, name))
+
+
+def run_id_for(tenant_id: str, command_id: str) -> str:
+    """The ledger's run ID of a command: uuid5 of ``tenant/command`` (``/`` is not an ID character).
+
+    One per command, shared by every delivery attempt of it; the attempt number tells the
+    deliveries apart.
+    """
+    return stable_id(RUN_NAMESPACE, f"{tenant_id}/{command_id}")
+
+
+def _clip(text: str, limit: int = 40) -> str:
+    # Never echo a huge hostile value back into logs or error pages.
+    return repr(text) if len(text) <= limit else f"{text[:limit]!r}... ({len(text)} chars)"
+
+
+def validate_id(field: str, value: object) -> str:
+    """Return ``value`` if it is a valid ID, else raise ``InvalidId`` naming the field."""
+    if type(value) is not str:  # exact: a str subclass can lie about its length or text
+        raise InvalidId(field, f"must be a str, got {type(value).__name__}")
+    text = value
+    if not text:
+        raise InvalidId(field, "must not be empty")
+    if len(text) > MAX_ID_LENGTH:
+        raise InvalidId(field, f"{len(text)} chars, at most {MAX_ID_LENGTH} allowed: {_clip(text)}")
+    if "\x00" in text:
+        raise InvalidId(field, f"contains a NUL character: {_clip(text)}")
+    if not _ID_RE.fullmatch(text):
+        bad = sorted({c for c in text if not _ID_RE.fullmatch(c)})[:5]
+        raise InvalidId(field, f"only [A-Za-z0-9._:-] allowed, found {''.join(bad)!r} in {_clip(text)}")
+    return text
+
+
+def _normalise(value: Any, path: str, depth: int) -> Any:
+    if depth > MAX_PAYLOAD_DEPTH:
+        raise InvalidPayload(f"{path}: nested deeper than {MAX_PAYLOAD_DEPTH} levels")
+    kind = type(value)
+    if kind in _SCALARS:
+        if kind is str:
+            return unicodedata.normalize("NFC", value)
+        if kind is float:
+            if not math.isfinite(value):
+                raise InvalidPayload(f"{path}: {value!r} is not allowed in JSON")
+            return 0.0 if value == 0.0 else value  # -0.0 and 0.0 are one number
+        return value
+    if kind is dict:
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if type(key) is not str:
+                raise InvalidPayload(f"{path}: keys must be str, got {type(key).__name__}")
+            nkey = unicodedata.normalize("NFC", key)
+            if nkey in out:  # e.g. NFC and NFD spellings of one key in the same object
+                raise InvalidPayload(f"{path}: duplicate key {_clip(nkey)} after NFC normalisation")
+            out[nkey] = _normalise(item, f"{path}[{_clip(nkey, 20)}]", depth + 1)
+        return out
+    if kind is list or kind is tuple:
+        return [_normalise(item, f"{path}[{i}]", depth + 1) for i, item in enumerate(value)]
+    raise InvalidPayload(f"{path}: {kind.__name__} is not a JSON type (exact types only)")
+
+
+def _dumps(value: Any, label: str, *, sort_keys: bool) -> str:
+    try:
+        text = json.dumps(value, sort_keys=sort_keys, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        text.encode("utf-8")  # rejects lone surrogates, which have no UTF-8 form
+    except (ValueError, UnicodeEncodeError) as exc:
+        raise InvalidPayload(f"{label}: cannot encode as JSON: {exc}") from None
+    return text
+
+
+def canonical_json(value: Any, *, label: str = "payload") -> str:
+    """Canonical JSON: sorted keys, no whitespace, raw unicode in NFC, ``-0.0`` as ``0.0``.
+
+    Raises ``InvalidPayload`` (its message starts with ``label``) for non-JSON values,
+    non-str keys, keys that collide after NFC, lone surrogates and nesting over 64 levels.
+    ``1`` and ``1.0`` stay different (as their JSON text differs).
+    """
+    return _dumps(_normalise(value, label, 0), label, sort_keys=True)
+
+
+def fingerprint(value: Any) -> str:
+    """sha256 hex digest of ``canonical_json(value)``."""
+    return hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()
+
+
+def payload_json(value: Any, *, label: str = "payload") -> tuple[str, str]:
+    """``(the JSON to store, its fingerprint)``: stored as sent, fingerprinted canonically."""
+    canonical = canonical_json(value, label=label)  # validates everything first
+    return _dumps(value, label, sort_keys=False), hashlib.sha256(canonical.encode("utf-8")).hexdigest()

@@ -1,0 +1,263 @@
+"""The ledger's delivery half (issue 13): fencing, renewal, dead letters, dispatchers, claims.
+
+Each test names the finding it covers (F1 ... F11 in issue 13's order).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+
+from helpers.ledger import Delivery, Ledger, ManualClock, StaleLease, run_dispatcher
+
+T = "tenant-a"
+
+
+def dump(path: Path) -> dict[str, list[tuple]]:
+    with closing(sqlite3.connect(path)) as conn:
+        names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+        return {n: conn.execute(f'SELECT * FROM "{n}" ORDER BY rowid').fetchall() for n in names}
+
+
+def outbox_row(path: Path, seq: int) -> tuple:
+    with closing(sqlite3.connect(path)) as conn:
+        return conn.execute("SELECT status, attempt, lease_owner, lease_expires FROM outbox WHERE command_seq = ?",
+                            (seq,)).fetchone()
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    path = tmp_path / "ledger.db"
+    with Ledger(path) as setup:
+        setup.create_conversation(T, "conv-1")
+        setup.create_conversation(T, "conv-2")
+    return path
+
+
+# --------------------------------------------------------------------------- F1 fencing
+def test_f1_a_stale_worker_changes_nothing(db: Path) -> None:
+    """A's lease ends, B re-claims (attempt 2): A's renew, release and result change nothing."""
+    clock = ManualClock()
+    with Ledger(db, clock=clock, name="A") as a, Ledger(db, clock=clock, name="B") as b, \
+            Ledger(db, clock=clock, name="C") as c:
+        a.submit(T, "cmd-1", "conv-1", {"n": 1})
+        stale = a.claim()
+        clock.advance(31)
+        current = b.claim()
+        assert (stale.attempt, current.attempt) == (1, 2)
+        before = dump(db)
+        assert a.renew(stale) is False
+        assert a.release(stale, RuntimeError("A's deliver raised")) is False
+        with pytest.raises(StaleLease) as info:
+            a.record_result(stale, {"answer": "from A"})
+        assert (info.value.attempt, info.value.current) == (1, 2)
+        assert dump(db) == before  # not one byte changed
+        assert outbox_row(db, current.seq)[:3] == ("pending", 2, "B")
+        assert c.claim() is None  # no attempt 3 while B still holds its lease
+        assert a.get_command(T, "cmd-1").status == "running"
+        done = b.record_result(current, {"answer": "from B"})
+        assert (done.status, done.result) == ("done", {"answer": "from B"})
+        with pytest.raises(StaleLease):  # also after the command ended: a stale result is refused
+            a.record_result(stale, {"answer": "from A"})
+        assert b.get_command(T, "cmd-1").result == {"answer": "from B"}
+
+
+def test_f1_the_real_time_reproduction_gives_no_third_attempt(db: Path) -> None:
+    """Issue 13's reproduction with real leases: A (0.1 s) is slow and its deliver raises late."""
+    with Ledger(db, lease_seconds=0.1) as a, Ledger(db, lease_seconds=30) as b:
+        a.submit(T, "cmd-1", "conv-1", {})
+        slow = a.claim()
+        time.sleep(0.15)
+        taken = b.claim()
+        assert taken.attempt == 2
+        a.release(slow, RuntimeError("A gave up late"))  # before the fix this cleared B's lease
+        assert b.claim() is None
+        assert b.get_command(T, "cmd-1").status == "running"
+
+
+# --------------------------------------------------------------------------- F2 renewal
+def test_f2_a_heartbeat_keeps_a_slow_run_exclusive(db: Path) -> None:
+    clock = ManualClock()
+    entered, finish = threading.Event(), threading.Event()
+    with Ledger(db, clock=clock, name="A") as a, Ledger(db, clock=clock, name="B") as b:
+        a.submit(T, "cmd-1", "conv-1", {})
+
+        def slow(d: Delivery) -> str:
+            entered.set()
+            finish.wait(10)
+            return "ok"
+
+        worker = threading.Thread(target=lambda: a.dispatch_pending(slow, renew_every=0.002))
+        worker.start()
+        assert entered.wait(10)
+        for _ in range(3):  # 60 s in all, twice the lease, renewed along the way
+            clock.advance(20)
+            assert a.wait_for_renewals(a.renewals + 2)
+            assert b.claim() is None
+        finish.set()
+        worker.join(10)
+        assert a.get_command(T, "cmd-1").status == "done"
+        assert [r.attempt for r in a.list_runs(T, "conv-1")] == [1]
+
+
+def test_f2_without_renewal_the_same_run_is_delivered_twice(db: Path) -> None:
+    clock = ManualClock()
+    entered, finish = threading.Event(), threading.Event()
+    with Ledger(db, clock=clock, name="A") as a, Ledger(db, clock=clock, name="B") as b:
+        a.submit(T, "cmd-1", "conv-1", {})
+
+        def slow(d: Delivery) -> str:
+            entered.set()
+            finish.wait(10)
+            return "late"
+
+        worker = threading.Thread(target=lambda: a.dispatch_pending(slow, heartbeat=False))
+        worker.start()
+        assert entered.wait(10)
+        clock.advance(31)
+        assert [d.attempt for d in b.dispatch_pending(lambda d: "on time")] == [2]
+        finish.set()
+        worker.join(10)
+        assert a.get_command(T, "cmd-1").result == "on time"  # A's late result was refused
+
+
+def test_f2_real_time_heartbeat_outlives_the_lease(db: Path) -> None:
+    """0.3 s leases, a 0.9 s run: another dispatcher polling all along never gets it."""
+    stolen: list[int] = []
+    with Ledger(db, lease_seconds=0.3) as a, Ledger(db, lease_seconds=0.3) as b:
+        a.submit(T, "cmd-1", "conv-1", {})
+        entered, done = threading.Event(), threading.Event()
+
+        def slow(d: Delivery) -> str:
+            entered.set()
+            time.sleep(0.9)
+            return "ok"
+
+        def poll() -> None:
+            entered.wait(10)
+            while not done.is_set():
+                stolen.extend(d.attempt for d in b.dispatch_pending(lambda d: "stolen"))
+                time.sleep(0.02)
+
+        poller = threading.Thread(target=poll)
+        poller.start()
+        a.dispatch_pending(slow, renew_every=0.05)
+        done.set()
+        poller.join(10)
+        assert stolen == []
+        assert a.get_command(T, "cmd-1").result == "ok"
+
+
+# --------------------------------------------------------------------------- F3 dead letters
+def test_f3_a_failing_command_dies_and_its_thread_moves_on(db: Path) -> None:
+    with Ledger(db, max_attempts=3) as led:
+        led.submit(T, "poison", "conv-1", {"n": 1})
+        led.submit(T, "after", "conv-1", {"n": 2})
+        tries: list[int] = []
+
+        def handle(d: Delivery) -> str:
+            if d.command_id == "poison":
+                tries.append(d.attempt)
+                raise KeyError(f"no text on attempt {d.attempt}")
+            return "fine"
+
+        for _ in range(5):
+            led.dispatch_pending(handle)
+        poison = led.get_command(T, "poison")
+        assert tries == [1, 2, 3]
+        assert poison.status == "dead" and poison.error == "KeyError: 'no text on attempt 3'"
+        assert led.get_command(T, "after").status == "done"
+        assert [(r.command_id, r.attempt, r.outcome) for r in led.list_runs(T, "conv-1")] == [
+            ("poison", 1, "error"), ("poison", 2, "error"), ("poison", 3, "dead"), ("after", 1, "done")]
+
+
+def test_f3_a_command_that_kills_its_worker_every_time_dies_too(db: Path) -> None:
+    clock = ManualClock()
+    with Ledger(db, clock=clock, max_attempts=2) as led:
+        led.submit(T, "crasher", "conv-1", {})
+        led.submit(T, "next", "conv-1", {})
+        for attempt in (1, 2):
+            assert led.claim().attempt == attempt  # the worker dies: no result, no release
+            clock.advance(31)
+        nxt = led.claim()
+        assert nxt.command_id == "next"
+        dead = led.get_command(T, "crasher")
+        assert dead.status == "dead" and "attempt 2 ended without a result" in dead.error
+
+
+# --------------------------------------------------------------------------- F4 the dispatcher
+def test_f4_run_dispatcher_drains_and_a_dead_dispatchers_work_is_picked_up(db: Path) -> None:
+    clock = ManualClock()
+    with Ledger(db, clock=clock, name="crashed") as crashed, Ledger(db, clock=clock, name="live") as live:
+        for i in range(3):
+            crashed.submit(T, f"cmd-{i}", "conv-1" if i < 2 else "conv-2", {"i": i})
+        lost = crashed.claim()  # claimed, then its process died: nothing renews the lease
+        assert lost.command_id == "cmd-0"
+        stop = threading.Event()
+        seen: list[tuple[str, int]] = []
+
+        def handle(d: Delivery) -> str:
+            seen.append((d.command_id, d.attempt))
+            return "ok"
+
+        loop = threading.Thread(target=lambda: run_dispatcher(live, handle, poll=0.005, until_drained=True,
+                                                              max_seconds=20, stop=stop))
+        loop.start()
+        deadline = time.monotonic() + 10
+        while ("cmd-2", 1) not in seen and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert ("cmd-0", 2) not in seen  # still leased by the dead dispatcher
+        clock.advance(31)
+        loop.join(15)
+        stop.set()
+        assert not loop.is_alive()
+        assert sorted(seen) == [("cmd-0", 2), ("cmd-1", 1), ("cmd-2", 1)]
+        assert live.pending_count() == 0
+
+
+# --------------------------------------------------------------------------- F10 claims
+def _claim_seconds(led: Ledger, repeat: int = 60) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        assert led.claim() is None
+        times.append(time.perf_counter() - start)
+    return sorted(times)[len(times) // 2]
+
+
+def _queue_behind(led: Ledger, conversation_id: str, start: int, stop: int) -> None:
+    """Queue commands q-start..q-(stop-1) on a conversation in one transaction (fast setup).
+
+    The rows are what ``submit`` writes for a command queued behind a running head.
+    """
+    thread_id = led.get_conversation(T, conversation_id).thread_id
+    with closing(sqlite3.connect(led.path, isolation_level=None)) as conn:
+        conn.execute("BEGIN IMMEDIATE")
+        for i in range(start, stop):
+            cur = conn.execute("INSERT INTO commands (tenant_id, command_id, conversation_id, thread_id, run_id, "
+                               "fingerprint, payload, created_at) VALUES (?, ?, ?, ?, ?, 'f', '{}', 'now')",
+                               (T, f"q-{i}", conversation_id, thread_id, f"run-{i}"))
+            conn.execute("INSERT INTO outbox (command_seq, thread_id, ready) VALUES (?, ?, 0)",
+                         (cur.lastrowid, thread_id))
+        conn.execute("COMMIT")
+
+
+def test_f10_claim_time_stays_flat_from_2000_to_20000_queued(tmp_path: Path) -> None:
+    with Ledger(tmp_path / "deep.db", synchronous="OFF") as led:
+        led.create_conversation(T, "deep")
+        led.submit(T, "head", "deep", {})
+        assert led.claim().command_id == "head"  # running: the rest queues behind it
+        led.submit(T, "q-0", "deep", {})  # one queued through the front door
+        _queue_behind(led, "deep", 1, 2000)
+        shallow = _claim_seconds(led)
+        _queue_behind(led, "deep", 2000, 20000)
+        assert led.pending_count() == 20001
+        deep = _claim_seconds(led)
+    ratio = deep / shallow
+    print(f"claim median: {shallow * 1e3:.3f} ms at 2,000 queued, {deep * 1e3:.3f} ms at 20,000: ratio {ratio:.2f}")
+    assert ratio < 2.5, f"claims slowed down {ratio:.1f}x with a 10x deeper queue"
