@@ -77,6 +77,18 @@ def test_counting_saver_counts_and_delegates(tmp_path):
         assert saver.counts()["delete_thread"] == 1
 
 
+def test_counting_saver_counts_the_rest_of_the_interface():
+    saver = CountingSaver(InMemorySaver())
+    say(build_chat_graph(saver), "t", "hi")
+    assert saver.counts(("put", "get_next_version")) == {"put": 3, "get_next_version": 3}
+    for call in (lambda: saver.prune(["t"]), lambda: saver.copy_thread("t", "u"), lambda: saver.delete_for_runs(["r"])):
+        with pytest.raises(NotImplementedError):  # InMemorySaver inherits the base class's stubs
+            call()
+    assert saver.counts(("prune", "copy_thread", "delete_for_runs")) == {"prune": 1, "copy_thread": 1,
+                                                                         "delete_for_runs": 1}
+    assert saver.counts() == {"get_tuple": 1, "list": 0, "put": 3, "put_writes": 2, "delete_thread": 0}
+
+
 def test_run_python_captures_output_and_failures(tmp_path):
     assert run_python("import sys; print(sys.argv[1:])", "a", 2).stdout.strip() == "['a', '2']"
     with pytest.raises(ChildProcessError, match="exited with 3"):
