@@ -63,42 +63,5 @@ def run_pythons(jobs: list[tuple[object, ...]], *, cwd: str | Path | None = None
     for result in results:
         if expect_returncode is not None and result.returncode != expect_returncode:
             tail = "\n".join(result.stderr.strip().splitlines()[-15:])
-            raise ChildProcessError(
-                f"child process exited with {result.returncode}, expected {expect_returncode}:\n{tail}")
-    return results
-
-
-GO = "go\n"  # what run_pythons_in_turn writes to a child's stdin when its turn comes
-
-
-def run_pythons_in_turn(jobs: list[tuple[object, ...]], *, cwd: str | Path | None = None, timeout: float = 60,
-                        expect_returncode: int | None = 0,
-                        env: dict[str, str] | None = None) -> list[ProcessResult]:
-    """Run ``(code, *args)`` jobs strictly one after the other, but start them all at once.
-
-    Each job's code reads one line from stdin (``input()``) before it does its work. A job
-    gets that line only after every job before it has exited, so its work starts after the
-    previous process is gone, while its interpreter start-up and imports (most of a
-    child's cost) overlap with the previous job. Results come in job order.
-    """
-    child_env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
-    procs = [subprocess.Popen([sys.executable, "-c", textwrap.dedent(str(code)), *map(str, args)], cwd=cwd,
-                              env=child_env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True)
-             for code, *args in jobs]
-    results = []
-    try:
-        for proc in procs:
-            out, err = proc.communicate(GO, timeout=timeout)  # the previous job has exited: this one may go
-            results.append(ProcessResult(proc.returncode, out, err))
-    finally:
-        for proc in procs:  # on a timeout or an error, never leave children behind
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-    for result in results:
-        if expect_returncode is not None and result.returncode != expect_returncode:
-            tail = "\n".join(result.stderr.strip().splitlines()[-15:])
-            raise ChildProcessError(
-                f"child process exited with {result.returncode}, expected {expect_returncode}:\n{tail}")
+            raise ChildProcessError(f"child process exited with {result.returncode}, expected {expect_returncode}:\n{tail}")
     return results

@@ -2,8 +2,8 @@
 
 Chapter 01 writes every definition in this module in a cell and runs it there first; the
 cell carries a ``# saved as helpers.travel_graphs.<name>`` line, and
-tests/course/test_show_then_save.py keeps the two identical. Later chapters (and the
-child processes of chapter 01) import them from here.
+tests/course/test_show_then_save.py keeps the two identical. Later chapters (and
+the child process of chapter 01) import them from here.
 
 Where a real assistant would call a language model, these graphs use a deterministic
 stand-in (:func:`stand_in_reply`). It answers only from the messages it is handed, so

@@ -146,7 +146,7 @@ SURVIVAL_HINTS = {
     "InMemorySaver, kernel restarted":
         "InMemorySaver keeps checkpoints in a dict inside the process; a restarted kernel is a new process",
     "SQLite file, kernel restarted":
-        "a SQLite file outlives the process that wrote it, as process B showed",
+        "a SQLite file outlives the process that wrote it, as the notebook showed after process A exited",
     "SQLite ':memory:', kernel restarted":
         "':memory:' is a SQLite database inside the process's memory: it dies with the process",
     "SQLite ':memory:', new graph, same saver":
