@@ -5,19 +5,19 @@ import os
 
 import nbformat
 import pytest
+from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from course.bench import peak_memory_mb
+from course.nbval_coverage import folder_coverage
+from course.notebook_format import annotate, coalesce_streams, ignore_reason, ignored_by_nbval, normalize
 from helpers.checkpoints import count_checkpoints, history_rows, history_table, label_ids, thread_config
 from helpers.counting_saver import CountingSaver
 from helpers.environment import NOT_CHECKED, environment_rows, read_pins, self_check
-from course.nbval_coverage import folder_coverage
-from course.notebook_format import annotate, coalesce_streams, ignore_reason, ignored_by_nbval, normalize
 from helpers.processes import ChildProcessError, run_python, run_pythons
 from helpers.text_tables import cell_text, format_table
 from helpers.travel_graphs import build_chat_graph, remembered_seat, say, stand_in_reply, transcript
-from langchain_core.messages import AIMessage, HumanMessage
 
 
 def test_format_table_aligns_and_renders_values():
@@ -132,8 +132,9 @@ def test_normalize_drops_volatile_parts():
     cell.metadata["execution"] = {"iopub.status.busy": "now"}
     cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="a"),
                     nbformat.v4.new_output("stream", name="stdout", text="b"),
-                    nbformat.v4.new_output("display_data", data={"application/vnd.jupyter.widget-view+json": {"model_id": "x"},
-                                                                 "text/plain": "W"})]
+                    nbformat.v4.new_output("display_data",
+                                           data={"application/vnd.jupyter.widget-view+json": {"model_id": "x"},
+                                                 "text/plain": "W"})]
     nb.metadata["widgets"] = {"state": {}}
     normalize(nb)
     assert "execution" not in cell.metadata and "widgets" not in nb.metadata
@@ -142,7 +143,8 @@ def test_normalize_drops_volatile_parts():
 
 
 def test_coverage_counts_ignored_cells(tmp_path):
-    nb = annotate(_nb("print(1)", "# nbval-ignore-output: random\nprint(2)", "# nbval-ignore-output:\nprint(3)"), "42_t")
+    nb = annotate(_nb("print(1)", "# nbval-ignore-output: random\nprint(2)",
+                      "# nbval-ignore-output:\nprint(3)"), "42_t")
     nbformat.write(nb, tmp_path / "42_t.ipynb")
     result = folder_coverage(tmp_path)
     assert (result.code_cells, result.compared) == (3, 1)
