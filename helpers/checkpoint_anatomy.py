@@ -15,11 +15,20 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import closing
 from datetime import datetime
-from typing import Any, Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import StateSnapshot
 
 from .checkpoints import checkpoint_id, label_ids
+from .counting_saver import COUNTED, CountingSaver
 
 # ---------------------------------------------------------------------------------------
 # channel versions
@@ -90,7 +99,7 @@ def describe_values(values: Any) -> str:
     return "dict {" + ", ".join(parts) + "}"
 
 
-def snapshot_rows(snapshot: Any, labels: Mapping[str, str]) -> list[dict[str, str]]:
+def snapshot_rows(snapshot: StateSnapshot, labels: Mapping[str, str]) -> list[dict[str, str]]:
     """Every field of a ``StateSnapshot`` with a stable description of its content."""
     tasks = ", ".join(f"PregelTask(name={t.name!r}, interrupts={len(t.interrupts)})" for t in snapshot.tasks) or "()"
     shown = {
@@ -121,32 +130,16 @@ def checkpoint_rows(checkpoint: Mapping[str, Any], labels: Mapping[str, str]) ->
     return [{"key": k, "content": described.get(k, "(not described)")} for k in sorted(checkpoint)]
 
 
-def parent_chain(saver: Any, config: Mapping[str, Any], labels: Mapping[str, str] | None = None) -> list[str]:
-    """Labels from the checkpoint ``config`` points at (the newest if no id) back to the root.
-
-    Walks ``parent_config`` with ``saver.get_tuple`` and stops at the checkpoint without a
-    parent. ``labels`` default to the thread's own labels (C0 = oldest).
-    """
-    ids: list[str] = []
-    current = saver.get_tuple(config)
-    while current is not None:
-        ids.append(checkpoint_id(current.config))
-        current = saver.get_tuple(current.parent_config) if current.parent_config else None
-    if labels is None:
-        thread = {"configurable": {k: v for k, v in config["configurable"].items() if k != "checkpoint_id"}}
-        labels = label_ids(checkpoint_id(t.config) for t in saver.list(thread))
-    return [labels.get(i, "?") for i in ids]
-
-
 # ---------------------------------------------------------------------------------------
 # the saver interface
 
 
-def measure_calls(counting_saver: Any, operations: Mapping[str, Callable[[], Any]]) -> list[dict[str, Any]]:
+def measure_calls(counting_saver: CountingSaver, operations: Mapping[str, Callable[[], Any]],
+                  methods: Sequence[str] = COUNTED) -> list[dict[str, Any]]:
     """Run each operation in order and report the saver calls it caused.
 
-    ``counting_saver`` is a :class:`helpers.counting_saver.CountingSaver`; it is reset before
-    each operation. Returns one row per operation with a column per interface method.
+    ``counting_saver`` is reset before each operation. Returns one row per operation with a
+    column per interface method in ``methods``.
     """
     rows = []
     for name, operation in operations.items():
@@ -154,7 +147,59 @@ def measure_calls(counting_saver: Any, operations: Mapping[str, Callable[[], Any
         result = operation()
         if hasattr(result, "__next__"):  # a lazy iterator does no work until consumed
             list(result)
-        rows.append({"operation": name, **counting_saver.counts()})
+        rows.append({"operation": name, **counting_saver.counts(methods)})
+    return rows
+
+
+def implemented_methods(savers: Sequence[type[BaseCheckpointSaver]], methods: Sequence[str]) -> list[dict[str, str]]:
+    """Which saver classes implement which interface methods (``yes``) and which inherit the base (``-``).
+
+    A method a saver does not override is ``BaseCheckpointSaver``'s own, which raises
+    ``NotImplementedError`` (``get_next_version`` aside: the base counts with integers).
+    """
+    def implements(cls: type[BaseCheckpointSaver], method: str) -> bool:
+        return getattr(cls, method) is not getattr(BaseCheckpointSaver, method)
+
+    return [{"method": method, **{cls.__name__: "yes" if implements(cls, method) else "-" for cls in savers}}
+            for method in methods]
+
+
+def _describe_blob(serde: SerializerProtocol, channel: str, blob: tuple[str, bytes]) -> str:
+    if blob[0] == "empty":
+        return "no value"
+    value = serde.loads_typed(blob)
+    if channel == "messages" and isinstance(value, list):
+        return f"{len(value)} message{'s' if len(value) != 1 else ''}"
+    return "the input" if channel == "__start__" else "a trigger"
+
+
+def blob_rows(saver: InMemorySaver, thread_id: str) -> list[dict[str, Any]]:
+    """What an InMemorySaver stored for each checkpoint of ``thread_id``, oldest first.
+
+    The saver keeps one blob per (channel, version) in ``saver.blobs``, and a checkpoint
+    only lists the versions it uses. For each checkpoint: the channels whose version is new
+    (a blob stored with this checkpoint, described: message count, "no value" for a
+    consumed channel), and the channels it reuses from an earlier checkpoint's blob.
+    Versions are shown by their counter (``messages@3``), never raw.
+    """
+    thread = {"configurable": {"thread_id": thread_id}}
+    tuples = sorted(saver.list(thread), key=lambda t: checkpoint_id(t.config))
+    labels = label_ids(checkpoint_id(t.config) for t in tuples)
+    rows: list[dict[str, Any]] = []
+    previous: Mapping[str, Any] = {}
+    for item in tuples:
+        versions = item.checkpoint["channel_versions"]
+        new, reused = [], []
+        for channel in sorted(versions):
+            name = f"{channel}@{version_parts(versions[channel])['counter']}"
+            if previous.get(channel) == versions[channel]:
+                reused.append(name)
+            else:
+                blob = saver.blobs[(thread_id, "", channel, versions[channel])]
+                new.append(f"{name} ({_describe_blob(saver.serde, channel, blob)})")
+        rows.append({"label": labels[checkpoint_id(item.config)], "new blobs": ", ".join(new) or "-",
+                     "reused from an earlier checkpoint": ", ".join(reused) or "-"})
+        previous = versions
     return rows
 
 
@@ -162,17 +207,17 @@ def measure_calls(counting_saver: Any, operations: Mapping[str, Callable[[], Any
 # a SqliteSaver file, read with sqlite3
 
 
-def _connect(path: Any) -> sqlite3.Connection:
+def _connect(path: str | Path) -> sqlite3.Connection:
     return sqlite3.connect(f"file:{path}?mode=ro", uri=True)
 
 
-def sqlite_tables(path: Any) -> list[str]:
+def sqlite_tables(path: str | Path) -> list[str]:
     """Names of the tables in the SQLite file at ``path`` (from ``sqlite_master``), sorted."""
     with closing(_connect(path)) as con:
         return [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
 
 
-def sqlite_columns(path: Any) -> list[dict[str, Any]]:
+def sqlite_columns(path: str | Path) -> list[dict[str, Any]]:
     """Every column of every table (``PRAGMA table_info``): table, column, type, pk position."""
     rows = []
     with closing(_connect(path)) as con:
@@ -182,7 +227,7 @@ def sqlite_columns(path: Any) -> list[dict[str, Any]]:
     return rows
 
 
-def stored_checkpoints(path: Any, thread_id: str) -> list[dict[str, Any]]:
+def stored_checkpoints(path: str | Path, thread_id: str) -> list[dict[str, Any]]:
     """The ``checkpoints`` rows of one thread, oldest first, with ids as labels.
 
     The ``metadata`` column is JSON text and is decoded; the ``checkpoint`` column is a
@@ -191,7 +236,8 @@ def stored_checkpoints(path: Any, thread_id: str) -> list[dict[str, Any]]:
     with closing(_connect(path)) as con:
         rows = con.execute(
             "SELECT checkpoint_id, parent_checkpoint_id, type, typeof(checkpoint), metadata "
-            "FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' ORDER BY checkpoint_id", (thread_id,)).fetchall()
+            "FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' ORDER BY checkpoint_id",
+            (thread_id,)).fetchall()
     labels = label_ids(r[0] for r in rows)
     out = []
     for cid, parent, blob_type, sql_type, metadata in rows:
@@ -202,7 +248,7 @@ def stored_checkpoints(path: Any, thread_id: str) -> list[dict[str, Any]]:
     return out
 
 
-def stored_writes(path: Any, thread_id: str) -> list[dict[str, Any]]:
+def stored_writes(path: str | Path, thread_id: str) -> list[dict[str, Any]]:
     """The ``writes`` rows of one thread: which checkpoint (label), channel, value type, task path."""
     with closing(_connect(path)) as con:
         ids = [r[0] for r in con.execute(
@@ -215,7 +261,7 @@ def stored_writes(path: Any, thread_id: str) -> list[dict[str, Any]]:
             for cid, path_, idx, channel, vtype in rows]
 
 
-def rows_per_thread(path: Any) -> list[dict[str, Any]]:
+def rows_per_thread(path: str | Path) -> list[dict[str, Any]]:
     """Row counts per table and thread_id in a SqliteSaver file (both tables, sorted)."""
     out = []
     with closing(_connect(path)) as con:
@@ -226,7 +272,7 @@ def rows_per_thread(path: Any) -> list[dict[str, Any]]:
     return out
 
 
-def decode_checkpoint_blob(serde: Any, path: Any, thread_id: str) -> dict[str, Any]:
+def decode_checkpoint_blob(serde: SerializerProtocol, path: str | Path, thread_id: str) -> dict[str, Any]:
     """Load the newest checkpoint blob of ``thread_id`` from the file and decode it with ``serde``.
 
     Returns a structural summary: the type column, the decoded object's type and keys, and
@@ -243,7 +289,7 @@ def decode_checkpoint_blob(serde: Any, path: Any, thread_id: str) -> dict[str, A
             "messages inside": len(messages)}
 
 
-def trigger_rows(graph: Any, config: Mapping[str, Any], node: str, channel: str) -> list[dict[str, Any]]:
+def trigger_rows(graph: CompiledStateGraph, config: Mapping[str, Any], node: str, channel: str) -> list[dict[str, Any]]:
     """Why ``node`` is (not) pending in each checkpoint of a thread, oldest first.
 
     For every checkpoint: the counter of ``channel``, the counter ``node`` last saw of it

@@ -3,7 +3,8 @@
 ``CountingSaver(inner)`` behaves exactly like ``inner`` (InMemorySaver, SqliteSaver, ...)
 and counts how often the graph runtime calls each method of the saver interface, which
 makes visible what happens behind ``invoke``: how many ``put`` / ``put_writes`` per run and
-per durability mode. ``delay`` adds a fixed latency to every write, like a remote database
+per durability mode, and how often it asks for a new channel version
+(``get_next_version``). ``delay`` adds a fixed latency to every write, like a remote database
 would, for crash experiments where timing matters.
 """
 
@@ -12,9 +13,16 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from typing import Any, AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
+from typing import Any
 
-from langgraph.checkpoint.base import BaseCheckpointSaver, ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple
+from langgraph.checkpoint.base import (
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+)
 
 COUNTED = ("get_tuple", "list", "put", "put_writes", "delete_thread")
 
@@ -33,10 +41,14 @@ class CountingSaver(BaseCheckpointSaver):
         with self._lock:
             self.calls[name] += 1
 
-    def counts(self) -> dict[str, int]:
-        """Calls per interface method, every method listed (zero when never called)."""
+    def counts(self, names: Sequence[str] = COUNTED) -> dict[str, int]:
+        """Calls per interface method in ``names``, every one listed (zero when never called).
+
+        Besides :data:`COUNTED`, the names ``get_next_version``, ``delete_for_runs``,
+        ``copy_thread`` and ``prune`` are counted too.
+        """
         with self._lock:
-            return {name: self.calls[name] for name in COUNTED}
+            return {name: self.calls[name] for name in names}
 
     def reset(self) -> None:
         with self._lock:
@@ -70,7 +82,20 @@ class CountingSaver(BaseCheckpointSaver):
         return self.inner.delete_thread(thread_id)
 
     def get_next_version(self, current: Any, channel: Any = None) -> Any:
+        self._count("get_next_version")
         return self.inner.get_next_version(current, channel)
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        self._count("delete_for_runs")
+        return self.inner.delete_for_runs(run_ids)
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        self._count("copy_thread")
+        return self.inner.copy_thread(source_thread_id, target_thread_id)
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        self._count("prune")
+        return self.inner.prune(thread_ids, strategy=strategy)
 
     # -- async interface: same counts, so ainvoke can be measured too ----------------------
     async def aget_tuple(self, config: dict[str, Any]) -> CheckpointTuple | None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from .protocol import Fail, exercise, expect_type
 
 KINDS = ("time", "steps", "failure")
@@ -14,7 +16,7 @@ KIND_HINTS = {
 
 
 @exercise("00.1")
-def long_task_kinds(answer):
+def check_long_task_kinds(answer: Any) -> str:
     expect_type(answer, dict, "scenario name -> 'time', 'steps' or 'failure'")
     missing = sorted(set(EXPECTED_KINDS) - set(answer))
     if missing:
@@ -24,5 +26,6 @@ def long_task_kinds(answer):
             raise Fail(f"{scenario!r}: {kind!r} is not one of {list(KINDS)}")
     wrong = [s for s in sorted(EXPECTED_KINDS) if answer[s] != EXPECTED_KINDS[s]]
     if wrong:
-        raise Fail(f"{len(wrong)} of 3 are off; hint: {KIND_HINTS[wrong[0]]}")
+        verb = "is" if len(wrong) == 1 else "are"
+        raise Fail(f"{len(wrong)} of 3 {verb} off; hint: {KIND_HINTS[wrong[0]]}")
     return "all three kinds of 'long' recognised"

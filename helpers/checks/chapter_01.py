@@ -1,29 +1,43 @@
-"""Checks for chapter 01 (threads)."""
+"""Checks for chapter 01 (threads).
+
+Each check runs the learner's code on fresh graphs and savers, so no number copied from an
+output can pass it.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.pregel import Pregel
 
 from .protocol import Fail, call_answer, exercise, expect_type
 
-
-@exercise("01.1")
-def three_turns(answer):
-    expect_type(answer, int, "the number of messages in thread ex-1")
-    if answer == 3:
-        raise Fail("3 counts only your messages: every turn also saves the assistant's reply")
-    if answer in (0, 1, 2):
-        raise Fail("that looks like one turn or none; did you send three messages on thread 'ex-1' "
-                   "and read get_state with the same thread_id?")
-    if answer == 6:
-        return "3 turns x (your message + the reply) = 6"
-    raise Fail(f"{answer} is not what three turns on a fresh thread save; run the exercise cell once, "
-               "on a thread id nothing else used")
+WINDOW = "I'd like a window seat, please."
+AISLE = "An aisle seat, please."
+WHERE = "Where did I say I want to sit?"
+DONT_KNOW = "I don't know"
 
 
-def _configs(config_for):
+def _answer(graph: Pregel, config: dict[str, Any], text: str) -> str:
+    result = graph.invoke({"messages": [HumanMessage(text)]}, config)
+    return str(result["messages"][-1].content)
+
+
+def _message_count(graph: Pregel, config: dict[str, Any]) -> int:
+    return len(graph.get_state(config).values.get("messages", []))
+
+
+# ---------------------------------------------------------------------------------------
+# 01.1 a persistent assistant: compile with the given checkpointer, one thread per conversation
+
+
+def _configs(config_for: Callable[[str], Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     configs = []
     for conversation in ("conv-a", "conv-b"):
         config = call_answer(config_for, conversation, what="config_for(conversation_id)")
@@ -37,66 +51,120 @@ def _configs(config_for):
     if configs[0]["configurable"]["thread_id"] == configs[1]["configurable"]["thread_id"]:
         raise Fail("two conversations got the same thread_id, so they would share one history; "
                    "derive the thread_id from conversation_id")
-    return configs
-
-
-@exercise("01.2")
-def config_per_conversation(config_for):
-    from ..travel_graphs import build_chat_graph
-
-    first, second = _configs(config_for)
-    again = call_answer(config_for, "conv-a", what="config_for(conversation_id)")
-    if again != first:
+    if call_answer(config_for, "conv-a", what="config_for(conversation_id)") != configs[0]:
         raise Fail("config_for('conv-a') returned different configs on two calls; the same conversation "
                    "must always map to the same thread")
-    graph = build_chat_graph(InMemorySaver())
-    graph.invoke({"messages": [HumanMessage("A window seat, please.")]}, first)
-    graph.invoke({"messages": [HumanMessage("Where did I say I want to sit?")]}, second)
-    seen = len(graph.get_state(second).values["messages"])
-    if seen != 2:
-        raise Fail(f"conversation b saw {seen} messages instead of 2: the histories are not separate")
-    return "each conversation gets its own thread"
+    return configs[0], configs[1]
 
 
-@exercise("01.3")
-def remembering(node):
-    from ..travel_graphs import say
+def _built(build_assistant: Callable[[Any], Any], saver: BaseCheckpointSaver) -> Pregel:
+    graph = call_answer(build_assistant, saver, what="build_assistant(checkpointer)")
+    if isinstance(graph, StateGraph):
+        raise Fail("build_assistant returned the builder; return builder.compile(checkpointer=checkpointer)")
+    if not isinstance(graph, Pregel):
+        raise Fail(f"build_assistant returned {type(graph).__name__}; return the compiled graph")
+    if graph.checkpointer is None:
+        raise Fail("the graph has no checkpointer, so every invoke starts empty; "
+                   "compile it with compile(checkpointer=checkpointer)")
+    if graph.checkpointer is not saver:
+        raise Fail("the graph uses a checkpointer of its own, not the one build_assistant was given; "
+                   "pass the argument on: compile(checkpointer=checkpointer)")
+    return graph
 
-    if node is Ellipsis:
-        return call_answer(node)
+
+@exercise("01.1")
+def check_persistent_assistant(build_assistant: Callable[[Any], Any], config_for: Callable[[str], Any]) -> str:
+    first, second = _configs(config_for)
+    saver = InMemorySaver()
+    graph = _built(build_assistant, saver)
+    _answer(graph, first, WINDOW)
+    answer = _answer(graph, first, WHERE)
+    if "window" not in answer:
+        raise Fail(f"on conversation a, the second answer was {answer!r}; the node must hand the stand-in model "
+                   "the whole state['messages'] (use the chapter's reply node)")
+    _answer(graph, second, AISLE)
+    if _message_count(graph, second) != 2:
+        raise Fail(f"conversation b holds {_message_count(graph, second)} messages after one turn instead of 2: "
+                   "the two conversations share a history")
+    reopened = _built(build_assistant, saver)
+    if _message_count(reopened, first) != 4:
+        raise Fail("a second graph built on the same saver does not see conversation a's 4 messages")
+    return "two turns remembered, two conversations apart, and a second graph on the same saver sees the thread"
+
+
+# ---------------------------------------------------------------------------------------
+# 01.2 a model with a three-message window
+
+
+def _graph_around(node: Callable[[Any], Any]) -> CompiledStateGraph:
     builder = StateGraph(MessagesState)
     builder.add_node("reply", node)
     builder.add_edge(START, "reply")
     builder.add_edge("reply", END)
-    graph = builder.compile(checkpointer=InMemorySaver())
-    probe = call_answer(node, {"messages": [HumanMessage("Hello")]}, what="remembering_reply(state)")
+    return builder.compile(checkpointer=InMemorySaver())
+
+
+@exercise("01.2")
+def check_recent_reply_node(node: Callable[[Any], Any]) -> str:
+    probe = call_answer(node, {"messages": [HumanMessage("Hello")]}, what="reply_recent(state)")
     if not isinstance(probe, dict) or "messages" not in probe:
         raise Fail("a node returns a state update: a dict like {'messages': [new_message]}")
-    say(graph, "check", "I'd like an aisle seat.")
-    answer = say(graph, "check", "Where did I say I want to sit?")
-    if "aisle" not in answer:
-        raise Fail(f"the assistant answered {answer!r}; pass the whole state['messages'] list to "
-                   "stand_in_reply, not only the last message")
-    if len(graph.get_state({"configurable": {"thread_id": "check"}}).values["messages"]) != 4:
-        raise Fail("after two turns the thread should hold 4 messages; return only the new reply, "
-                   "the reducer appends it")
-    return "the node hands the model the whole conversation"
+    graph = _graph_around(node)
+    near = {"configurable": {"thread_id": "near"}}
+    _answer(graph, near, WINDOW)
+    answer = _answer(graph, near, WHERE)
+    if "window" not in answer:
+        raise Fail(f"with the seat two messages back, the assistant answered {answer!r}; hand the model the newest "
+                   "three messages, state['messages'][-3:]")
+    far = {"configurable": {"thread_id": "far"}}
+    for text in (WINDOW, "Is there wifi on board?"):
+        _answer(graph, far, text)
+    answer = _answer(graph, far, WHERE)
+    if DONT_KNOW not in answer:
+        raise Fail(f"with the seat four messages back, the assistant still answered {answer!r}: the model was "
+                   "handed more than the newest three messages")
+    saved = _message_count(graph, far)
+    if saved != 6:
+        raise Fail(f"after three turns the thread holds {saved} messages instead of 6: the node must not remove "
+                   "saved messages; only choose what to hand the model, and return just the new reply")
+    return "the model sees the newest three messages, while the thread keeps all of them"
 
 
-EXPECTED_SURVIVAL = {"InMemorySaver()": False, "SqliteSaver on a file path": True, "SqliteSaver on ':memory:'": False}
+# ---------------------------------------------------------------------------------------
+# 01.3 what survives the end of the process?
+
+SURVIVAL = {
+    "InMemorySaver, new graph, same process": True,
+    "InMemorySaver, kernel restarted": False,
+    "SQLite file, kernel restarted": True,
+    "SQLite ':memory:', kernel restarted": False,
+    "SQLite ':memory:', new graph, same saver": True,
+}
+SURVIVAL_HINTS = {
+    "InMemorySaver, new graph, same process":
+        "state belongs to (checkpointer, thread_id), not to the graph object: a new graph on the same saver sees it",
+    "InMemorySaver, kernel restarted":
+        "InMemorySaver keeps checkpoints in a dict inside the process; a restarted kernel is a new process",
+    "SQLite file, kernel restarted":
+        "a SQLite file outlives the process that wrote it, as the notebook showed after process A exited",
+    "SQLite ':memory:', kernel restarted":
+        "':memory:' is a SQLite database inside the process's memory: it dies with the process",
+    "SQLite ':memory:', new graph, same saver":
+        "while the process lives, the ':memory:' database lives too, and the same saver object shares it",
+}
 
 
-@exercise("01.4")
-def survival(answer):
-    expect_type(answer, dict, "checkpointer -> True/False")
-    if set(answer) != set(EXPECTED_SURVIVAL):
-        raise Fail(f"use exactly these keys: {sorted(EXPECTED_SURVIVAL)}")
+@exercise("01.3")
+def check_survival_predictions(answer: Any) -> str:
+    expect_type(answer, dict, "situation -> True/False")
+    if set(answer) != set(SURVIVAL):
+        missing = sorted(set(SURVIVAL) - set(answer))
+        raise Fail(f"use exactly the five keys of the prompt; missing {missing}" if missing
+                   else f"use exactly the five keys of the prompt; unexpected {sorted(set(answer) - set(SURVIVAL))}")
     for key, value in answer.items():
-        expect_type(value, bool, f"whether {key} survives")
-    if answer["SqliteSaver on ':memory:'"]:
-        raise Fail("':memory:' is a SQLite database that lives in the process's memory: it dies with the process")
-    if answer["InMemorySaver()"]:
-        raise Fail("InMemorySaver keeps checkpoints in a dict inside the process; look at process B's answer above")
-    if not answer["SqliteSaver on a file path"]:
-        raise Fail("a SQLite file outlives the process that wrote it; look at the sqlite row of the two-process demo")
-    return "only a file (or a server) outlives the process"
+        expect_type(value, bool, f"whether the thread is found: {key}")
+    wrong = [key for key in SURVIVAL if answer[key] != SURVIVAL[key]]
+    if wrong:
+        verb = "is" if len(wrong) == 1 else "are"
+        raise Fail(f"{len(wrong)} of {len(SURVIVAL)} {verb} off; {wrong[0]!r}: {SURVIVAL_HINTS[wrong[0]]}")
+    return "only a file (or a server) outlives the process; within one process, the saver object is what counts"

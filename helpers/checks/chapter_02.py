@@ -1,7 +1,8 @@
 """Checks for chapter 02 (checkpoint anatomy).
 
 Each check runs the real experiment (a chat graph on a fresh saver, a SQLite file in a
-temporary directory) and compares the learner's answer with what LangGraph actually does.
+temporary directory) and compares the learner's answer, or the result of the learner's
+function on fresh threads, with what LangGraph actually does.
 """
 
 from __future__ import annotations
@@ -12,11 +13,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, TypedDict
 
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
 
-from ..counting_saver import CountingSaver
 from ..travel_graphs import build_chat_graph, say
 from .protocol import Fail, call_answer, exercise, expect_type
 
@@ -29,32 +31,27 @@ TURNS = ("I'd like a window seat, please.", "Which seat did I ask for?", "Do you
 
 @lru_cache(maxsize=1)
 def third_turn_truth() -> dict[str, int]:
-    """Run three turns on a fresh CountingSaver and measure the third."""
-    saver = CountingSaver(InMemorySaver())
+    """Run three turns on a fresh InMemorySaver and measure the thread and the saver."""
+    saver = InMemorySaver()
     graph = build_chat_graph(saver)
-    for text in TURNS[:2]:
+    for text in TURNS:
         say(graph, "check-02-1", text)
-    saver.reset()
-    say(graph, "check-02-1", TURNS[2])
-    counts = saver.counts()
     config = {"configurable": {"thread_id": "check-02-1"}}
-    history = list(graph.get_state_history(config))
-    return {"checkpoints": len(history), "newest_step": graph.get_state(config).metadata["step"],
-            "put": counts["put"], "put_writes": counts["put_writes"]}
+    return {"checkpoints": len(list(graph.get_state_history(config))),
+            "newest_step": graph.get_state(config).metadata["step"], "blobs": len(saver.blobs)}
 
 
 THIRD_TURN_HINTS = {
-    "checkpoints": "every turn adds an input checkpoint plus one per super-step (__start__, then reply)",
+    "checkpoints": "every turn adds an input checkpoint plus one per step (__start__, then reply)",
     "newest_step": "steps keep counting across invokes: turn 2 ended at step 4, so turn 3's input checkpoint is step 5",
-    "put": "each checkpoint of the turn is saved with one put, the input checkpoint included",
-    "put_writes": "put_writes saves one task's writes; the tasks of a turn are __start__ and reply "
-                  "(the input checkpoint is not a task)",
+    "blobs": "a checkpoint stores a blob only for the channels whose version moved: per turn __start__ twice "
+             "(the input, then consumed), branch:to:reply twice and messages twice",
 }
 
 
 @exercise("02.1")
-def third_turn(answer: Any) -> str:
-    expect_type(answer, dict, 'a dict with the keys "checkpoints", "newest_step", "put", "put_writes"')
+def check_third_turn_prediction(answer: Any) -> str:
+    expect_type(answer, dict, 'a dict with the keys "checkpoints", "newest_step", "blobs"')
     truth = third_turn_truth()
     missing = [k for k in truth if k not in answer]
     if missing:
@@ -65,80 +62,71 @@ def third_turn(answer: Any) -> str:
     if wrong:
         key = wrong[0]
         extra = ""
-        if key == "put" and answer[key] == 3 * truth[key]:
-            extra = "; count only the third invoke's calls, not the whole thread's"
         if key == "newest_step" and answer[key] == 1:
             extra = "; the step counter does not restart at -1 for a new invoke"
-        raise Fail(f"{len(wrong)} of 4 values are off, starting with {key!r}: {THIRD_TURN_HINTS[key]}{extra}")
-    return f"{truth['checkpoints']} checkpoints, newest at step {truth['newest_step']}, put ×3 and put_writes ×2 per turn"
+        if key == "blobs" and answer[key] == truth["checkpoints"]:
+            extra = "; one blob per checkpoint is how SqliteSaver stores, not InMemorySaver"
+        if key == "blobs" and answer[key] == 3 * truth["checkpoints"]:
+            extra = "; a checkpoint reuses the blobs of the channels it did not change"
+        verb = "is" if len(wrong) == 1 else "are"
+        raise Fail(f"{len(wrong)} of {len(truth)} {verb} off, starting with {key!r}: {THIRD_TURN_HINTS[key]}{extra}")
+    return (f"{truth['checkpoints']} checkpoints, newest at step {truth['newest_step']}, "
+            f"{truth['blobs']} blobs: 6 new ones per turn")
 
 
 # ---------------------------------------------------------------------------------------
-# 02.2 walk the parent chain
+# 02.2 list from a point
 
 
-class _Runaway(Exception):
-    pass
-
-
-class _GuardedSaver:
-    """Delegates to a saver, but stops a walk that never ends."""
-
-    def __init__(self, inner: Any, limit: int = 200) -> None:
-        self._inner, self._limit, self._calls = inner, limit, 0
-
-    def get_tuple(self, config: Any) -> Any:
-        self._calls += 1
-        if self._calls > self._limit:
-            raise _Runaway()
-        return self._inner.get_tuple(config)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-
-def _walk_cases() -> list[tuple[str, Any, dict, list[int]]]:
-    """(description, saver, config, expected steps newest first)."""
-    saver = InMemorySaver()
-    graph = build_chat_graph(saver)
+def _before_cases() -> list[tuple[str, CompiledStateGraph, dict[str, Any], int, list[int]]]:
+    """(description, graph, checkpoint config, limit, expected steps newest first); two threads, one saver."""
+    graph = build_chat_graph(InMemorySaver())
     for text in TURNS[:2]:
-        say(graph, "linear", text)
-        say(graph, "forked", text)
-    forked = {"configurable": {"thread_id": "forked"}}
-    before_reply = next(s for s in graph.get_state_history(forked) if s.metadata["step"] == 3)
-    graph.invoke(None, before_reply.config)  # replay from step 3: a fork, the old C5 is left aside
+        say(graph, "two-turns", text)
+    for text in TURNS:
+        say(graph, "three-turns", text)
+
+    def at_step(thread_id: str, step: int) -> dict[str, Any]:
+        history = graph.get_state_history({"configurable": {"thread_id": thread_id}})
+        return next(s.config for s in history if s.metadata["step"] == step)
+
     return [
-        ("a two-turn thread", saver, {"configurable": {"thread_id": "linear"}}, [4, 3, 2, 1, 0, -1]),
-        ("an empty thread", saver, {"configurable": {"thread_id": "nobody"}}, []),
-        ("a thread with a fork", saver, forked, [5, 4, 3, 2, 1, 0, -1]),
+        ("the step-3 checkpoint of a two-turn thread, limit 2", graph, at_step("two-turns", 3), 2, [2, 1]),
+        ("the step-3 checkpoint of a two-turn thread, limit 10", graph, at_step("two-turns", 3), 10, [2, 1, 0, -1]),
+        ("the first checkpoint of a thread, limit 3", graph, at_step("two-turns", -1), 3, []),
+        ("the step-6 checkpoint of a three-turn thread, limit 3", graph, at_step("three-turns", 6), 3, [5, 4, 3]),
     ]
 
 
 @exercise("02.2")
-def walk_parents(walk_to_root: Any) -> str:
-    for description, saver, config, expected in _walk_cases():
-        try:
-            result = call_answer(walk_to_root, _GuardedSaver(saver), config, what="walk_to_root(saver, config)")
-        except _Runaway:
-            raise Fail(f"on {description} your walk never stopped; follow current.parent_config and stop when it is None")
+def check_steps_before(steps_before: Any) -> str:
+    for description, graph, checkpoint_config, limit, expected in _before_cases():
+        result = call_answer(steps_before, graph, checkpoint_config, limit,
+                             what="steps_before(graph, checkpoint_config, limit)", case=description)
         if isinstance(result, tuple):
             result = list(result)
         expect_type(result, list, "the steps, newest first")
         if result == expected:
             continue
-        if not expected:
-            raise Fail(f"on {description} you returned {result!r}; get_tuple returns None there, so return []")
         if any(isinstance(x, bool) or not isinstance(x, int) for x in result):
-            raise Fail(f"on {description} the list holds {type(result[0]).__name__} values; return metadata['step'] (ints)")
+            raise Fail(f"on {description} the list holds {type(result[0]).__name__} values; "
+                       "return each snapshot's metadata['step'] (ints)")
+        own_step = graph.get_state(checkpoint_config).metadata["step"]
+        if result == [own_step]:
+            raise Fail(f"on {description} you returned only the checkpoint itself: a checkpoint_id in the config is an "
+                       "exact-match filter; pass the thread alone as config and the checkpoint as before=")
+        if not result:
+            raise Fail(f"on {description} you returned []: a checkpoint_id in the config is an exact-match filter; "
+                       "pass the thread alone as config and the checkpoint as before=")
         if result == expected[::-1]:
-            raise Fail(f"on {description} the order is reversed: start at the newest checkpoint and walk to the root")
-        if len(result) > len(expected) and set(result) == set(expected):
-            raise Fail(f"on {description} you returned {len(result)} steps, the chain has {len(expected)}: you listed "
-                       "every checkpoint of the thread; follow parent_config instead (a fork leaves a sibling off the chain)")
-        if result == expected[:-1]:
-            raise Fail(f"on {description} the root checkpoint (step -1) is missing: include the one without a parent")
+            raise Fail(f"on {description} the order is reversed: get_state_history lists newest first")
+        if len(result) > len(expected) and result[:len(expected)] == expected:
+            raise Fail(f"on {description} you returned {len(result)} steps, not at most {limit}: pass limit= too")
+        if expected and result[1:len(expected) + 1] == expected[:len(result) - 1] and result[0] > expected[0]:
+            raise Fail(f"on {description} your list starts with the checkpoint itself; before= lists only the "
+                       "checkpoints that come before it")
         raise Fail(f"on {description} expected {expected}, got {result!r}")
-    return "the chain goes newest → root by parent_config, and skips the checkpoint a fork left aside"
+    return "before= starts below a checkpoint, limit= caps the list, and a checkpoint_id alone is an exact match"
 
 
 # ---------------------------------------------------------------------------------------
@@ -150,7 +138,7 @@ class _Trip(TypedDict, total=False):
     fare: int
 
 
-def _fan_out_graph(saver: Any) -> Any:
+def _fan_out_graph(saver: BaseCheckpointSaver) -> CompiledStateGraph:
     builder = StateGraph(_Trip)
     builder.add_node("lookup_seat", lambda state: {"seat": "12A"})
     builder.add_node("lookup_fare", lambda state: {"fare": 180})
@@ -178,17 +166,19 @@ def build_sample_db(folder: Path) -> tuple[Path, dict[str, int], dict[str, int]]
 
 
 @exercise("02.3")
-def count_per_thread(checkpoints_per_thread: Any) -> str:
-    with tempfile.TemporaryDirectory() as folder:
+def check_checkpoints_per_thread(checkpoints_per_thread: Any) -> str:
+    with tempfile.TemporaryDirectory(prefix="course-02-check-") as folder:
         path, expected, writes = build_sample_db(Path(folder))
         try:
             result = call_answer(checkpoints_per_thread, str(path), what="checkpoints_per_thread(db_path)")
         except sqlite3.OperationalError as exc:
             message = str(exc)
             if "no such table" in message:
-                raise Fail(f"sqlite3 says {message!r}: SqliteSaver's tables are named checkpoints and writes "
-                           "(the docs' checkpoint_writes is not used); list them from sqlite_master")
-            raise Fail(f"sqlite3 raised OperationalError: {message}; try your query on the file in the chapter first")
+                raise Fail(f"sqlite3 says {message!r}: each saver names its own tables, and SqliteSaver's are "
+                           "checkpoints and writes (checkpoint_writes is PostgresSaver's); "
+                           "list them from sqlite_master") from None
+            raise Fail(f"sqlite3 raised OperationalError: {message}; "
+                       "try your query on the file in the chapter first") from None
     expect_type(result, dict, "thread_id -> number of checkpoints; dict(rows) turns (thread_id, count) rows into one")
     if result == expected:
         return f"{len(expected)} threads counted: " + ", ".join(f"{t}={n}" for t, n in sorted(expected.items()))

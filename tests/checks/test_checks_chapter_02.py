@@ -2,55 +2,46 @@
 
 import sqlite3
 
-
 from helpers.checks import PASSED, evaluate
 
 
-# -- 02.2: learner walks -------------------------------------------------------------------
-def walk_all_listed(saver, config):
-    """Lists every checkpoint of the thread instead of following parents."""
-    return [t.metadata["step"] for t in saver.list(config)]
+# -- 02.2: learner listings ----------------------------------------------------------------
+def thread_of(checkpoint_config):
+    return {"configurable": {"thread_id": checkpoint_config["configurable"]["thread_id"]}}
 
 
-def walk_oldest_first(saver, config):
-    steps, current = [], saver.get_tuple(config)
-    while current is not None:
-        steps.append(current.metadata["step"])
-        current = saver.get_tuple(current.parent_config) if current.parent_config else None
-    return steps[::-1]
+def listed_from_the_checkpoint(graph, checkpoint_config, limit):
+    """Passes the checkpoint as config: an exact-match filter, so nothing comes before it."""
+    steps = graph.get_state_history(checkpoint_config, before=checkpoint_config, limit=limit)
+    return [s.metadata["step"] for s in steps]
 
 
-def walk_forever(saver, config):
-    steps, current = [], saver.get_tuple(config)
-    while current is not None:  # never moves on to the parent
-        steps.append(current.metadata["step"])
-        current = saver.get_tuple(current.config)
-    return steps
+def only_the_checkpoint(graph, checkpoint_config, limit):
+    return [s.metadata["step"] for s in graph.get_state_history(checkpoint_config, limit=limit)]
 
 
-def walk_without_root(saver, config):
-    steps, current = [], saver.get_tuple(config)
-    while current is not None and current.parent_config:
-        steps.append(current.metadata["step"])
-        current = saver.get_tuple(current.parent_config)
-    return steps
+def without_limit(graph, checkpoint_config, limit):
+    return [s.metadata["step"] for s in graph.get_state_history(thread_of(checkpoint_config), before=checkpoint_config)]
 
 
-def walk_ids(saver, config):
-    steps, current = [], saver.get_tuple(config)
-    while current is not None:
-        steps.append(current.config["configurable"]["checkpoint_id"])
-        current = saver.get_tuple(current.parent_config) if current.parent_config else None
-    return steps
+def oldest_first(graph, checkpoint_config, limit):
+    steps = graph.get_state_history(thread_of(checkpoint_config), before=checkpoint_config, limit=limit)
+    return [s.metadata["step"] for s in steps][::-1]
 
 
-def walk_crashes_on_empty(saver, config):
-    current = saver.get_tuple(config)
-    steps = [current.metadata["step"]]  # AttributeError on an empty thread
-    while current.parent_config:
-        current = saver.get_tuple(current.parent_config)
-        steps.append(current.metadata["step"])
-    return steps
+def including_itself(graph, checkpoint_config, limit):
+    steps = [s.metadata["step"] for s in graph.get_state_history(thread_of(checkpoint_config))]
+    own = graph.get_state(checkpoint_config).metadata["step"]
+    return [step for step in steps if step <= own][:limit]
+
+
+def snapshots_not_steps(graph, checkpoint_config, limit):
+    return list(graph.get_state_history(thread_of(checkpoint_config), before=checkpoint_config, limit=limit))
+
+
+def right_steps_before(graph, checkpoint_config, limit):
+    steps = graph.get_state_history(thread_of(checkpoint_config), before=checkpoint_config, limit=limit)
+    return [s.metadata["step"] for s in steps]
 
 
 # -- 02.3: learner SQL ---------------------------------------------------------------------
@@ -86,35 +77,36 @@ def count_first_thread_only(db_path):
 def count_distinct_steps(db_path):
     con = sqlite3.connect(db_path)
     try:
-        return dict(con.execute("SELECT thread_id, COUNT(DISTINCT parent_checkpoint_id) FROM checkpoints GROUP BY thread_id"))
+        return dict(con.execute("SELECT thread_id, COUNT(DISTINCT parent_checkpoint_id) FROM checkpoints "
+                                "GROUP BY thread_id"))
     finally:
         con.close()
 
 
-RIGHT_THIRD_TURN = {"checkpoints": 9, "newest_step": 7, "put": 3, "put_writes": 2}
+RIGHT_THIRD_TURN = {"checkpoints": 9, "newest_step": 7, "blobs": 18}
 
 WRONG_ANSWERS = {
     "02.1": [
-        (({**RIGHT_THIRD_TURN, "checkpoints": 6},), "every turn adds an input checkpoint"),
+        (({**RIGHT_THIRD_TURN, "checkpoints": 6},), "1 of 3 is off, starting with 'checkpoints'"),
         (({**RIGHT_THIRD_TURN, "newest_step": 1},), "does not restart at -1"),
-        (({**RIGHT_THIRD_TURN, "put": 2},), "the input checkpoint included"),
-        (({**RIGHT_THIRD_TURN, "put": 9},), "count only the third invoke"),
-        (({**RIGHT_THIRD_TURN, "put_writes": 3},), "is not a task"),
-        (({"checkpoints": 9, "put": 3},), "missing key"),
-        (({**RIGHT_THIRD_TURN, "put": "3"},), "expected an int"),
-        (([9, 7, 3, 2],), "expected a dict"),
+        (({**RIGHT_THIRD_TURN, "blobs": 9},), "how SqliteSaver stores"),
+        (({**RIGHT_THIRD_TURN, "blobs": 27},), "reuses the blobs"),
+        (({**RIGHT_THIRD_TURN, "checkpoints": 6, "blobs": 12},), "2 of 3 are off"),
+        (({"checkpoints": 9, "blobs": 18},), "missing key"),
+        (({**RIGHT_THIRD_TURN, "blobs": "18"},), "expected an int"),
+        (([9, 7, 18],), "expected a dict"),
     ],
     "02.2": [
-        ((walk_all_listed,), "follow parent_config instead"),
-        ((walk_oldest_first,), "order is reversed"),
-        ((walk_forever,), "never stopped"),
-        ((walk_without_root,), "root checkpoint (step -1) is missing"),
-        ((walk_ids,), "return metadata['step']"),
-        ((walk_crashes_on_empty,), "raised AttributeError"),
+        ((listed_from_the_checkpoint,), "you returned []: a checkpoint_id in the config is an exact-match filter"),
+        ((only_the_checkpoint,), "only the checkpoint itself"),
+        ((without_limit,), "pass limit= too"),
+        ((oldest_first,), "order is reversed"),
+        ((including_itself,), "starts with the checkpoint itself"),
+        ((snapshots_not_steps,), "return each snapshot's metadata['step']"),
         (("not a function",), "expected a function"),
     ],
     "02.3": [
-        ((count_docs_table,), "tables are named checkpoints and writes"),
+        ((count_docs_table,), "each saver names its own tables"),
         ((count_writes,), "row counts of the writes table"),
         ((count_as_rows,), "dict(rows)"),
         ((count_first_thread_only,), "missing"),
@@ -129,13 +121,6 @@ def test_right_answers_pass():
     assert third_turn_truth() == RIGHT_THIRD_TURN
     assert evaluate("02.1", dict(RIGHT_THIRD_TURN)).status == PASSED
 
-    def walk(saver, config):
-        steps, current = [], saver.get_tuple(config)
-        while current is not None:
-            steps.append(current.metadata["step"])
-            current = saver.get_tuple(current.parent_config) if current.parent_config else None
-        return steps
-
     def count(db_path):
         con = sqlite3.connect(db_path)
         try:
@@ -143,5 +128,5 @@ def test_right_answers_pass():
         finally:
             con.close()
 
-    assert evaluate("02.2", walk).status == PASSED
+    assert evaluate("02.2", right_steps_before).status == PASSED
     assert evaluate("02.3", count).status == PASSED

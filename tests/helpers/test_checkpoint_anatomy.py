@@ -7,10 +7,25 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from helpers.checkpoint_anatomy import (checkpoint_rows, decode_checkpoint_blob, describe_timestamp, label_config,
-                                        measure_calls, parent_chain, rows_per_thread, snapshot_rows, sqlite_columns,
-                                        sqlite_tables, stored_checkpoints, stored_writes, trigger_rows, version_parts,
-                                        version_rows, versions_seen_rows)
+from helpers.checkpoint_anatomy import (
+    blob_rows,
+    checkpoint_rows,
+    decode_checkpoint_blob,
+    describe_timestamp,
+    implemented_methods,
+    label_config,
+    measure_calls,
+    rows_per_thread,
+    snapshot_rows,
+    sqlite_columns,
+    sqlite_tables,
+    stored_checkpoints,
+    stored_writes,
+    trigger_rows,
+    version_parts,
+    version_rows,
+    versions_seen_rows,
+)
 from helpers.checkpoints import checkpoint_id, label_ids
 from helpers.counting_saver import CountingSaver
 from helpers.travel_graphs import build_chat_graph, say
@@ -82,13 +97,6 @@ def test_describe_timestamp_and_label_config():
         "thread_id": "x", "checkpoint_id": "<unlabelled id>"}
 
 
-def test_parent_chain_follows_parents(two_turns):
-    saver, graph, labels = two_turns
-    assert parent_chain(saver, CONFIG, labels) == ["C5", "C4", "C3", "C2", "C1", "C0"]
-    assert parent_chain(saver, CONFIG) == ["C5", "C4", "C3", "C2", "C1", "C0"]
-    assert parent_chain(saver, {"configurable": {"thread_id": "nobody"}}) == []
-
-
 def test_trigger_rows_explain_when_reply_is_pending(two_turns):
     _saver, graph, _labels = two_turns
     rows = trigger_rows(graph, CONFIG, node="reply", channel="branch:to:reply")
@@ -106,6 +114,36 @@ def test_measure_calls_resets_and_consumes_iterators():
     })
     assert rows[0] == {"operation": "turn", "get_tuple": 1, "list": 0, "put": 3, "put_writes": 2, "delete_thread": 0}
     assert rows[1]["list"] == 1 and rows[1]["put"] == 0
+    counting.delete_thread("t")
+    rows = measure_calls(counting, {"turn": lambda: say(graph, "t", "hello")},
+                         methods=("put", "get_next_version", "prune"))
+    assert rows == [{"operation": "turn", "put": 3, "get_next_version": 3, "prune": 0}]
+
+
+def test_blob_rows_show_one_blob_per_changed_channel_version(two_turns):
+    saver, _graph, _labels = two_turns
+    rows = blob_rows(saver, "t")
+    assert [r["label"] for r in rows] == [f"C{i}" for i in range(6)]
+    assert rows[0]["new blobs"] == "__start__@1 (the input)"
+    assert rows[1]["new blobs"] == ("__start__@2 (no value), branch:to:reply@2 (a trigger), "
+                                    "messages@2 (1 message)")
+    assert rows[3]["reused from an earlier checkpoint"] == "branch:to:reply@3, messages@3"
+    assert rows[5]["new blobs"].endswith("messages@6 (4 messages)")
+    new = sum(r["new blobs"].count("@") for r in rows)
+    assert new == len(saver.blobs) == 12
+
+
+def test_implemented_methods_compare_with_the_base_class():
+    class Partial(InMemorySaver):
+        def prune(self, thread_ids, *, strategy="keep_latest"):
+            return None
+
+    rows = implemented_methods([InMemorySaver, SqliteSaver, Partial], ("put", "prune", "copy_thread"))
+    assert rows == [
+        {"method": "put", "InMemorySaver": "yes", "SqliteSaver": "yes", "Partial": "yes"},
+        {"method": "prune", "InMemorySaver": "-", "SqliteSaver": "-", "Partial": "yes"},
+        {"method": "copy_thread", "InMemorySaver": "-", "SqliteSaver": "-", "Partial": "-"},
+    ]
 
 
 def test_sqlite_views(sqlite_file):

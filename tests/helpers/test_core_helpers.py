@@ -5,19 +5,19 @@ import os
 
 import nbformat
 import pytest
+from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from course.bench import peak_memory_mb
+from course.nbval_coverage import folder_coverage
+from course.notebook_format import annotate, coalesce_streams, ignore_reason, ignored_by_nbval, normalize
 from helpers.checkpoints import count_checkpoints, history_rows, history_table, label_ids, thread_config
 from helpers.counting_saver import CountingSaver
 from helpers.environment import NOT_CHECKED, environment_rows, read_pins, self_check
-from course.nbval_coverage import folder_coverage
-from course.notebook_format import annotate, coalesce_streams, ignore_reason, ignored_by_nbval, normalize
 from helpers.processes import ChildProcessError, run_python, run_pythons
 from helpers.text_tables import cell_text, format_table
 from helpers.travel_graphs import build_chat_graph, remembered_seat, say, stand_in_reply, transcript
-from langchain_core.messages import AIMessage, HumanMessage
 
 
 def test_format_table_aligns_and_renders_values():
@@ -77,6 +77,18 @@ def test_counting_saver_counts_and_delegates(tmp_path):
         assert saver.counts()["delete_thread"] == 1
 
 
+def test_counting_saver_counts_the_rest_of_the_interface():
+    saver = CountingSaver(InMemorySaver())
+    say(build_chat_graph(saver), "t", "hi")
+    assert saver.counts(("put", "get_next_version")) == {"put": 3, "get_next_version": 3}
+    for call in (lambda: saver.prune(["t"]), lambda: saver.copy_thread("t", "u"), lambda: saver.delete_for_runs(["r"])):
+        with pytest.raises(NotImplementedError):  # InMemorySaver inherits the base class's stubs
+            call()
+    assert saver.counts(("prune", "copy_thread", "delete_for_runs")) == {"prune": 1, "copy_thread": 1,
+                                                                         "delete_for_runs": 1}
+    assert saver.counts() == {"get_tuple": 1, "list": 0, "put": 3, "put_writes": 2, "delete_thread": 0}
+
+
 def test_run_python_captures_output_and_failures(tmp_path):
     assert run_python("import sys; print(sys.argv[1:])", "a", 2).stdout.strip() == "['a', '2']"
     with pytest.raises(ChildProcessError, match="exited with 3"):
@@ -120,8 +132,9 @@ def test_normalize_drops_volatile_parts():
     cell.metadata["execution"] = {"iopub.status.busy": "now"}
     cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="a"),
                     nbformat.v4.new_output("stream", name="stdout", text="b"),
-                    nbformat.v4.new_output("display_data", data={"application/vnd.jupyter.widget-view+json": {"model_id": "x"},
-                                                                 "text/plain": "W"})]
+                    nbformat.v4.new_output("display_data",
+                                           data={"application/vnd.jupyter.widget-view+json": {"model_id": "x"},
+                                                 "text/plain": "W"})]
     nb.metadata["widgets"] = {"state": {}}
     normalize(nb)
     assert "execution" not in cell.metadata and "widgets" not in nb.metadata
@@ -130,7 +143,8 @@ def test_normalize_drops_volatile_parts():
 
 
 def test_coverage_counts_ignored_cells(tmp_path):
-    nb = annotate(_nb("print(1)", "# nbval-ignore-output: random\nprint(2)", "# nbval-ignore-output:\nprint(3)"), "42_t")
+    nb = annotate(_nb("print(1)", "# nbval-ignore-output: random\nprint(2)",
+                      "# nbval-ignore-output:\nprint(3)"), "42_t")
     nbformat.write(nb, tmp_path / "42_t.ipynb")
     result = folder_coverage(tmp_path)
     assert (result.code_cells, result.compared) == (3, 1)
