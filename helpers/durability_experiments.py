@@ -10,7 +10,7 @@ after a real crash, and costs.
   :class:`~helpers.counting_saver.CountingSaver` and reports what reached the saver.
 - :func:`crash_experiment` runs :class:`CrashRun` workers in parallel, each a real OS
   process whose node ``c`` kills it while it runs ``a → b → c → d`` on its own SQLite file.
-  This process then opens each file, reports what survived and recovers the run
+  Another process then opens each file, reports what survived and recovers the run
   (:class:`CrashResult`). :func:`survival_rows` and :func:`outcome_rows` turn results into
   tables; :func:`survival_facts` and :func:`recovery_laws` give the properties that hold
   whatever the timing.
@@ -174,71 +174,21 @@ def open_sqlite_saver(db_path: str | Path) -> SqliteSaver:
     return SqliteSaver(sqlite3.connect(str(db_path), check_same_thread=False))
 
 
-def worker_files(workdir: str | Path, number: int) -> tuple[Path, Path, Path]:
-    """Worker ``number``'s checkpoint file, its node log, and the node log of its recovery."""
+def worker_files(workdir: str | Path, number: int) -> tuple[Path, Path, Path, Path]:
+    """Worker ``number``'s checkpoint file, its node log, the node log of its recovery, and its result."""
     base = Path(workdir) / f"worker-{number}"
-    return base.with_suffix(".sqlite"), base.with_suffix(".log"), base.with_suffix(".recovery.log")
+    return (base.with_suffix(".sqlite"), base.with_suffix(".log"), base.with_suffix(".recovery.log"),
+            base.with_suffix(".json"))
 
 
 def crash_run(workdir: str | Path, number: int, run: CrashRun) -> None:
     """Worker side: run the line on the worker's own file until ``run.crash_at`` kills the process."""
-    db, log, _ = worker_files(workdir, number)
+    db, log, _, _ = worker_files(workdir, number)
     saver = CountingSaver(open_sqlite_saver(db), delay=run.delay)
     graph = linear_graph(saver, run.nodes, log_path=str(log), crash_at=run.crash_at)
     graph.invoke({"trip": []}, THREAD, durability=run.mode)
     print(f"unreachable: node {run.crash_at} should have ended this process", file=sys.stderr)
     os._exit(1)
-
-
-CHILD_CODE = """
-import sys
-from helpers.durability_experiments import crash_workers
-crash_workers(sys.argv[1], sys.argv[2])
-"""
-
-
-def crash_workers(workdir: str | Path, runs_json: str) -> None:
-    """Child side: start every worker at once, wait for all, print ``number=exit code`` lines.
-
-    This child imports LangGraph once. With ``os.fork`` (Linux, macOS) each worker is a fork
-    of it, made right after the import (no threads exist yet, so forking is safe), sharing
-    nothing with its siblings but the modules already loaded. Without ``fork`` each worker is
-    a fresh interpreter instead (slower, same result).
-    """
-    runs = [CrashRun(**{**spec, "nodes": tuple(spec["nodes"])}) for spec in json.loads(runs_json)]
-    if hasattr(os, "fork"):
-        pids = []
-        for number, run in enumerate(runs):
-            pid = os.fork()
-            if pid == 0:  # the worker
-                try:
-                    crash_run(workdir, number, run)
-                except BaseException:
-                    traceback.print_exc()
-                os._exit(1)  # only reached if the crash did not happen
-            pids.append(pid)
-        codes = [os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in pids]
-    else:  # pragma: no cover - platforms without fork
-        code = ("import json, sys\nfrom helpers.durability_experiments import CrashRun, crash_run\n"
-                "spec = json.loads(sys.argv[3])\n"
-                "crash_run(sys.argv[1], int(sys.argv[2]), CrashRun(**{**spec, 'nodes': tuple(spec['nodes'])}))")
-        workers = [subprocess.Popen([sys.executable, "-c", code, str(workdir), str(number), json.dumps(asdict(run))])
-                   for number, run in enumerate(runs)]
-        codes = [worker.wait() for worker in workers]
-    for number, code in enumerate(codes):
-        print(f"{number}={code}", flush=True)
-
-
-def run_crash_workers(workdir: str | Path, runs: Sequence[CrashRun], timeout: float = 120) -> list[int]:
-    """Start the child (see :func:`crash_workers`) and wait; return the workers' exit codes, in order."""
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    done = subprocess.run([sys.executable, "-c", CHILD_CODE, str(workdir), json.dumps([asdict(r) for r in runs])],
-                          env=env, capture_output=True, text=True, timeout=timeout)
-    if done.returncode != 0:
-        tail = "\n".join(done.stderr.strip().splitlines()[-10:])
-        raise RuntimeError(f"the crash child exited with {done.returncode}:\n{tail}")
-    codes = dict(line.split("=", 1) for line in done.stdout.split())
-    return [int(codes[str(number)]) for number in range(len(runs))]
 
 
 def read_log(path: str | Path) -> list[tuple[str, str]]:
@@ -250,7 +200,7 @@ def read_log(path: str | Path) -> list[tuple[str, str]]:
 
 
 def inspect_file(db_path: str | Path) -> tuple[tuple[int, ...], int]:
-    """Open a checkpoint file from this process: the steps saved, and the latest checkpoint's pending writes."""
+    """Open a checkpoint file: the steps saved, and the latest checkpoint's pending writes."""
     saver = open_sqlite_saver(db_path)
     try:
         steps = tuple(sorted(t.metadata["step"] for t in saver.list(THREAD)))
@@ -281,30 +231,97 @@ def recover_file(db_path: str | Path, log_path: str | Path,
         saver.conn.close()
 
 
-def crash_experiment(workdir: str | Path, runs: Sequence[CrashRun], timeout: float = 120) -> list[CrashResult]:
-    """Crash every run's worker (all in parallel), then inspect and recover each file from here.
+def examine(workdir: str | Path, number: int, run: CrashRun, exit_code: int) -> CrashResult:
+    """After worker ``number`` died: read its log and file, recover the run, compare the task ids."""
+    db, log, recovery_log, _ = worker_files(workdir, number)
+    before = read_log(log)
+    steps, pending = inspect_file(db)
+    error, trip = recover_file(db, recovery_log, run.nodes)
+    after = read_log(recovery_log)
+    crashed_task, recovered_task = dict(before).get(run.crash_at), dict(after).get(run.crash_at)
+    return CrashResult(run=run, exit_code=exit_code, ran_before_crash=tuple(n for n, _ in before), steps=steps,
+                       pending_writes=pending, recovery_error=error, recovery_ran=tuple(n for n, _ in after),
+                       trip=trip, task_id_kept=crashed_task is not None and crashed_task == recovered_task)
 
-    Raises RuntimeError if a worker did not end with :data:`CRASH_EXIT_CODE`.
+
+def _report(workdir: str | Path, number: int, run: CrashRun, exit_code: int) -> None:
+    """Write worker ``number``'s result file: its exit code, and what examining it found if it crashed."""
+    found = asdict(examine(workdir, number, run, exit_code)) if exit_code == CRASH_EXIT_CODE else {}
+    worker_files(workdir, number)[3].write_text(json.dumps({"exit_code": exit_code, **found}), encoding="utf-8")
+
+
+CHILD_CODE = """
+import sys
+from helpers.durability_experiments import crash_workers
+crash_workers(sys.argv[1], sys.argv[2])
+"""
+
+
+def crash_workers(workdir: str | Path, runs_json: str) -> None:
+    """Child side: crash every worker at once, then examine each file from another process.
+
+    This child imports LangGraph once. With ``os.fork`` (Linux, macOS) it forks one watcher
+    per run right after the import (no threads exist yet, so forking is safe); each watcher
+    forks the worker, waits for it to die, then opens the worker's file, recovers the run and
+    writes the worker's result file. So the watchers work in parallel, and every file is read
+    by a process that did not write it. Without ``fork`` the workers are fresh interpreters
+    and this child examines their files one after the other (slower, same result).
+    """
+    runs = [CrashRun(**{**spec, "nodes": tuple(spec["nodes"])}) for spec in json.loads(runs_json)]
+    if hasattr(os, "fork"):
+        watchers = []
+        for number, run in enumerate(runs):
+            watcher = os.fork()
+            if watcher == 0:
+                status = 1
+                try:
+                    worker = os.fork()
+                    if worker == 0:
+                        try:
+                            crash_run(workdir, number, run)
+                        except BaseException:
+                            traceback.print_exc()
+                        os._exit(1)  # only reached if the crash did not happen
+                    _report(workdir, number, run, os.waitstatus_to_exitcode(os.waitpid(worker, 0)[1]))
+                    status = 0
+                except BaseException:
+                    traceback.print_exc()
+                os._exit(status)
+            watchers.append(watcher)
+        failed = [pid for pid in watchers if os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) != 0]
+        if failed:
+            sys.exit(f"{len(failed)} watcher(s) failed")
+    else:  # pragma: no cover - platforms without fork
+        code = ("import json, sys\nfrom helpers.durability_experiments import CrashRun, crash_run\n"
+                "spec = json.loads(sys.argv[3])\n"
+                "crash_run(sys.argv[1], int(sys.argv[2]), CrashRun(**{**spec, 'nodes': tuple(spec['nodes'])}))")
+        workers = [subprocess.Popen([sys.executable, "-c", code, str(workdir), str(number), json.dumps(asdict(run))])
+                   for number, run in enumerate(runs)]
+        for number, (run, worker) in enumerate(zip(runs, workers, strict=True)):
+            _report(workdir, number, run, worker.wait())
+
+
+def crash_experiment(workdir: str | Path, runs: Sequence[CrashRun], timeout: float = 120) -> list[CrashResult]:
+    """Crash every run's worker (all in parallel) and examine what each left behind.
+
+    Raises RuntimeError if the child fails or a worker did not end with :data:`CRASH_EXIT_CODE`.
     """
     labels = [run.label for run in runs]
     if len(set(labels)) != len(labels):
         raise ValueError(f"labels must be unique: {labels}")
-    codes = run_crash_workers(workdir, runs, timeout)
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    done = subprocess.run([sys.executable, "-c", CHILD_CODE, str(workdir), json.dumps([asdict(r) for r in runs])],
+                          env=env, capture_output=True, text=True, timeout=timeout)
+    if done.returncode != 0:
+        tail = "\n".join(done.stderr.strip().splitlines()[-10:])
+        raise RuntimeError(f"the crash child exited with {done.returncode}:\n{tail}")
     results = []
-    for number, (run, code) in enumerate(zip(runs, codes, strict=True)):
-        if code != CRASH_EXIT_CODE:
-            raise RuntimeError(f"the {run.label} worker exited with {code}, expected {CRASH_EXIT_CODE}")
-        db, log, recovery_log = worker_files(workdir, number)
-        before = read_log(log)
-        steps, pending = inspect_file(db)
-        error, trip = recover_file(db, recovery_log, run.nodes)
-        after = read_log(recovery_log)
-        crashed_task = dict(before).get(run.crash_at)
-        recovered_task = dict(after).get(run.crash_at)
-        results.append(CrashResult(run=run, exit_code=code, ran_before_crash=tuple(n for n, _ in before),
-                                   steps=steps, pending_writes=pending, recovery_error=error,
-                                   recovery_ran=tuple(n for n, _ in after), trip=trip,
-                                   task_id_kept=crashed_task is not None and crashed_task == recovered_task))
+    for number, run in enumerate(runs):
+        found = json.loads(worker_files(workdir, number)[3].read_text(encoding="utf-8"))
+        if found["exit_code"] != CRASH_EXIT_CODE:
+            raise RuntimeError(f"the {run.label} worker exited with {found['exit_code']}, expected {CRASH_EXIT_CODE}")
+        tuples = {key: tuple(found[key]) for key in ("ran_before_crash", "steps", "recovery_ran", "trip")}
+        results.append(CrashResult(**{**found, **tuples, "run": run}))
     return results
 
 
