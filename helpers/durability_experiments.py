@@ -8,12 +8,12 @@ after a real crash, and costs.
   ``os._exit(17)``: a real crash, no ``finally``, no atexit, no flush of anything.
 - :func:`count_saves` runs the graph once on a
   :class:`~helpers.counting_saver.CountingSaver` and reports what reached the saver.
-- :func:`crash_experiment` runs :class:`CrashRun` workers in parallel, each a real OS
-  process whose node ``c`` kills it while it runs ``a → b → c → d`` on its own SQLite file.
-  Another process then opens each file, reports what survived and recovers the run
-  (:class:`CrashResult`). :func:`survival_rows` and :func:`outcome_rows` turn results into
-  tables; :func:`survival_facts` and :func:`recovery_laws` give the properties that hold
-  whatever the timing.
+- :class:`CrashLab` (or :func:`crash_experiment` for one experiment) runs :class:`CrashRun`
+  workers in parallel, each a real OS process whose node ``c`` kills it while it runs
+  ``a → b → c → d`` on its own SQLite file. Another process then opens each file, reports
+  what survived and recovers the run (:class:`CrashResult`). :func:`survival_rows` and
+  :func:`outcome_rows` turn results into tables; :func:`survival_facts` and
+  :func:`recovery_laws` give the properties that hold whatever the timing.
 - :func:`measure_costs` times ``invoke`` per mode on a SQLite file (interleaved rounds after a
   warm-up) and :func:`summarize_costs` gives medians and ratios to ``sync``.
 
@@ -25,10 +25,13 @@ from __future__ import annotations
 import json
 import operator
 import os
+import queue
 import sqlite3
 import statistics
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 import traceback
 from collections import Counter
@@ -174,16 +177,16 @@ def open_sqlite_saver(db_path: str | Path) -> SqliteSaver:
     return SqliteSaver(sqlite3.connect(str(db_path), check_same_thread=False))
 
 
-def worker_files(workdir: str | Path, number: int) -> tuple[Path, Path, Path, Path]:
+def worker_files(folder: str | Path, number: int) -> tuple[Path, Path, Path, Path]:
     """Worker ``number``'s checkpoint file, its node log, the node log of its recovery, and its result."""
-    base = Path(workdir) / f"worker-{number}"
+    base = Path(folder) / f"worker-{number}"
     return (base.with_suffix(".sqlite"), base.with_suffix(".log"), base.with_suffix(".recovery.log"),
             base.with_suffix(".json"))
 
 
-def crash_run(workdir: str | Path, number: int, run: CrashRun) -> None:
+def crash_run(folder: str | Path, number: int, run: CrashRun) -> None:
     """Worker side: run the line on the worker's own file until ``run.crash_at`` kills the process."""
-    db, log, _, _ = worker_files(workdir, number)
+    db, log, _, _ = worker_files(folder, number)
     saver = CountingSaver(open_sqlite_saver(db), delay=run.delay)
     graph = linear_graph(saver, run.nodes, log_path=str(log), crash_at=run.crash_at)
     graph.invoke({"trip": []}, THREAD, durability=run.mode)
@@ -231,9 +234,9 @@ def recover_file(db_path: str | Path, log_path: str | Path,
         saver.conn.close()
 
 
-def examine(workdir: str | Path, number: int, run: CrashRun, exit_code: int) -> CrashResult:
+def examine(folder: str | Path, number: int, run: CrashRun, exit_code: int) -> CrashResult:
     """After worker ``number`` died: read its log and file, recover the run, compare the task ids."""
-    db, log, recovery_log, _ = worker_files(workdir, number)
+    db, log, recovery_log, _ = worker_files(folder, number)
     before = read_log(log)
     steps, pending = inspect_file(db)
     error, trip = recover_file(db, recovery_log, run.nodes)
@@ -244,28 +247,35 @@ def examine(workdir: str | Path, number: int, run: CrashRun, exit_code: int) -> 
                        trip=trip, task_id_kept=crashed_task is not None and crashed_task == recovered_task)
 
 
-def _report(workdir: str | Path, number: int, run: CrashRun, exit_code: int) -> None:
+def _report(folder: str | Path, number: int, run: CrashRun, exit_code: int) -> None:
     """Write worker ``number``'s result file: its exit code, and what examining it found if it crashed."""
-    found = asdict(examine(workdir, number, run, exit_code)) if exit_code == CRASH_EXIT_CODE else {}
-    worker_files(workdir, number)[3].write_text(json.dumps({"exit_code": exit_code, **found}), encoding="utf-8")
+    found = asdict(examine(folder, number, run, exit_code)) if exit_code == CRASH_EXIT_CODE else {}
+    worker_files(folder, number)[3].write_text(json.dumps({"exit_code": exit_code, **found}), encoding="utf-8")
 
 
-CHILD_CODE = """
-import sys
+LAB_CODE = """
+import os, sys
 from helpers.durability_experiments import crash_workers
-crash_workers(sys.argv[1], sys.argv[2])
+for line in sys.stdin:  # one experiment per line; the lab ends when its stdin closes
+    try:
+        crash_workers(*line.rstrip("\\n").split("\\t", 1))
+        print("done", flush=True)
+    except Exception as exc:
+        print("failed", repr(exc).replace("\\n", " "), flush=True)
+os._exit(0)  # nothing left to flush or clean up: skip tearing down the imported modules
 """
 
 
-def crash_workers(workdir: str | Path, runs_json: str) -> None:
-    """Child side: crash every worker at once, then examine each file from another process.
+def crash_workers(folder: str | Path, runs_json: str) -> None:
+    """Lab side: crash every worker at once, then examine each file from another process.
 
-    This child imports LangGraph once. With ``os.fork`` (Linux, macOS) it forks one watcher
-    per run right after the import (no threads exist yet, so forking is safe); each watcher
-    forks the worker, waits for it to die, then opens the worker's file, recovers the run and
-    writes the worker's result file. So the watchers work in parallel, and every file is read
-    by a process that did not write it. Without ``fork`` the workers are fresh interpreters
-    and this child examines their files one after the other (slower, same result).
+    The lab process imported LangGraph once, when it started. With ``os.fork`` (Linux,
+    macOS) it forks one watcher per run (the lab itself never starts a thread, so forking is
+    safe); each watcher forks the worker, waits for it to die, then opens the worker's file,
+    recovers the run and writes the worker's result file. So the watchers work in parallel,
+    and every file is read by a process that did not write it. Without ``fork`` the workers
+    are fresh interpreters and the lab examines their files one after the other (slower,
+    same result).
     """
     runs = [CrashRun(**{**spec, "nodes": tuple(spec["nodes"])}) for spec in json.loads(runs_json)]
     if hasattr(os, "fork"):
@@ -278,11 +288,11 @@ def crash_workers(workdir: str | Path, runs_json: str) -> None:
                     worker = os.fork()
                     if worker == 0:
                         try:
-                            crash_run(workdir, number, run)
+                            crash_run(folder, number, run)
                         except BaseException:
                             traceback.print_exc()
                         os._exit(1)  # only reached if the crash did not happen
-                    _report(workdir, number, run, os.waitstatus_to_exitcode(os.waitpid(worker, 0)[1]))
+                    _report(folder, number, run, os.waitstatus_to_exitcode(os.waitpid(worker, 0)[1]))
                     status = 0
                 except BaseException:
                     traceback.print_exc()
@@ -290,39 +300,99 @@ def crash_workers(workdir: str | Path, runs_json: str) -> None:
             watchers.append(watcher)
         failed = [pid for pid in watchers if os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) != 0]
         if failed:
-            sys.exit(f"{len(failed)} watcher(s) failed")
+            raise RuntimeError(f"{len(failed)} watcher(s) failed; see the lab's log")
     else:  # pragma: no cover - platforms without fork
         code = ("import json, sys\nfrom helpers.durability_experiments import CrashRun, crash_run\n"
                 "spec = json.loads(sys.argv[3])\n"
                 "crash_run(sys.argv[1], int(sys.argv[2]), CrashRun(**{**spec, 'nodes': tuple(spec['nodes'])}))")
-        workers = [subprocess.Popen([sys.executable, "-c", code, str(workdir), str(number), json.dumps(asdict(run))])
+        workers = [subprocess.Popen([sys.executable, "-c", code, str(folder), str(number), json.dumps(asdict(run))])
                    for number, run in enumerate(runs)]
         for number, (run, worker) in enumerate(zip(runs, workers, strict=True)):
-            _report(workdir, number, run, worker.wait())
+            _report(folder, number, run, worker.wait())
+
+
+class CrashLab:
+    """A child process that imports LangGraph as soon as it is made, then crashes workers on request.
+
+    Made early (chapter 08's setup cell), its import overlaps with the chapter, so the crash
+    experiment itself takes well under a second. :meth:`run` runs one experiment in a new
+    folder inside ``workdir``; :meth:`close` (or leaving a ``with`` block) ends the lab. If
+    the notebook's kernel dies first, the lab's stdin closes and it ends by itself.
+    """
+
+    def __init__(self, workdir: str | Path) -> None:
+        self.workdir = Path(workdir)
+        self.log_path = self.workdir / "crash-lab.log"
+        self._log = open(self.log_path, "a", encoding="utf-8")  # the workers' tracebacks, if any
+        self.process = subprocess.Popen([sys.executable, "-c", LAB_CODE], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, stderr=self._log, text=True,
+                                        env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        self._replies: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._read_replies, daemon=True).start()
+        self.experiments = 0
+
+    def _read_replies(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self._replies.put(line.strip())
+        self._replies.put("failed the lab process ended")
+
+    def run(self, runs: Sequence[CrashRun], timeout: float = 120) -> list[CrashResult]:
+        """Crash every run's worker (all in parallel) and examine what each left behind.
+
+        Raises RuntimeError if the lab fails or a worker did not end with :data:`CRASH_EXIT_CODE`.
+        """
+        labels = [run.label for run in runs]
+        if len(set(labels)) != len(labels):
+            raise ValueError(f"labels must be unique: {labels}")
+        if self.process.poll() is not None or self.process.stdin is None:
+            raise RuntimeError("this crash lab is closed; make a new one")
+        self.experiments += 1
+        folder = Path(tempfile.mkdtemp(prefix=f"crash-{self.experiments}-", dir=self.workdir))
+        self.process.stdin.write(f"{folder}\t{json.dumps([asdict(r) for r in runs])}\n")
+        self.process.stdin.flush()
+        try:
+            reply = self._replies.get(timeout=timeout)
+        except queue.Empty:
+            raise RuntimeError(f"no answer from the crash lab within {timeout} s") from None
+        if reply != "done":
+            tail = "\n".join(self.log_path.read_text(encoding="utf-8").strip().splitlines()[-10:])
+            raise RuntimeError(f"the crash lab {reply}\n{tail}")
+        results = []
+        for number, run in enumerate(runs):
+            found = json.loads(worker_files(folder, number)[3].read_text(encoding="utf-8"))
+            if found["exit_code"] != CRASH_EXIT_CODE:
+                raise RuntimeError(f"the {run.label} worker exited with {found['exit_code']}, "
+                                   f"expected {CRASH_EXIT_CODE}")
+            tuples = {key: tuple(found[key]) for key in ("ran_before_crash", "steps", "recovery_ran", "trip")}
+            results.append(CrashResult(**{**found, **tuples, "run": run}))
+        return results
+
+    def close(self, timeout: float = 10) -> int:
+        """End the lab (it exits when its stdin closes) and return its exit code."""
+        if self.process.stdin is not None and not self.process.stdin.closed:
+            self.process.stdin.close()
+        try:
+            code = self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()  # only this lab's own process, by its handle
+            code = self.process.wait()
+        if self.process.stdout is not None:
+            self.process.stdout.close()
+        self._log.close()
+        return code
+
+    def __enter__(self) -> CrashLab:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
 
 def crash_experiment(workdir: str | Path, runs: Sequence[CrashRun], timeout: float = 120) -> list[CrashResult]:
-    """Crash every run's worker (all in parallel) and examine what each left behind.
-
-    Raises RuntimeError if the child fails or a worker did not end with :data:`CRASH_EXIT_CODE`.
-    """
-    labels = [run.label for run in runs]
-    if len(set(labels)) != len(labels):
-        raise ValueError(f"labels must be unique: {labels}")
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    done = subprocess.run([sys.executable, "-c", CHILD_CODE, str(workdir), json.dumps([asdict(r) for r in runs])],
-                          env=env, capture_output=True, text=True, timeout=timeout)
-    if done.returncode != 0:
-        tail = "\n".join(done.stderr.strip().splitlines()[-10:])
-        raise RuntimeError(f"the crash child exited with {done.returncode}:\n{tail}")
-    results = []
-    for number, run in enumerate(runs):
-        found = json.loads(worker_files(workdir, number)[3].read_text(encoding="utf-8"))
-        if found["exit_code"] != CRASH_EXIT_CODE:
-            raise RuntimeError(f"the {run.label} worker exited with {found['exit_code']}, expected {CRASH_EXIT_CODE}")
-        tuples = {key: tuple(found[key]) for key in ("ran_before_crash", "steps", "recovery_ran", "trip")}
-        results.append(CrashResult(**{**found, **tuples, "run": run}))
-    return results
+    """One experiment in a lab of its own (see :class:`CrashLab`); the lab is closed afterwards."""
+    with CrashLab(workdir) as lab:
+        return lab.run(runs, timeout)
 
 
 def survival_facts(result: CrashResult) -> dict[str, bool]:

@@ -11,6 +11,7 @@ from helpers.durability_experiments import (
     MODES,
     OUTCOME_COLUMNS,
     SURVIVAL_COLUMNS,
+    CrashLab,
     CrashResult,
     CrashRun,
     count_saves,
@@ -165,6 +166,25 @@ def test_real_sync_crashes_match_exercise_08_1(tmp_path):
 def test_a_worker_that_does_not_crash_is_reported(tmp_path):
     with pytest.raises(RuntimeError, match="exited with 1, expected 17"):
         crash_experiment(tmp_path, [CrashRun("sync", "sync", nodes=("a", "b"), crash_at="z")])
+
+
+def test_a_lab_runs_several_experiments_in_fresh_folders_and_ends_when_closed(tmp_path):
+    lab = CrashLab(tmp_path)
+    first = lab.run([CrashRun("sync", "sync")])
+    again = lab.run([CrashRun("sync", "sync")])  # a re-run of the chapter's cell: a new folder, same result
+    assert first[0].steps == again[0].steps == (-1, 0, 1, 2)
+    assert sorted(p.name.split("-")[1] for p in tmp_path.glob("crash-*") if p.is_dir()) == ["1", "2"]
+    assert lab.close() == 0 and lab.process.poll() == 0
+    with pytest.raises(RuntimeError, match="closed"):
+        lab.run([CrashRun("sync", "sync")])
+
+
+def test_a_lab_reports_a_failing_worker_and_keeps_working(tmp_path):
+    with CrashLab(tmp_path) as lab:
+        with pytest.raises(RuntimeError, match="the bad worker exited with 1, expected 17"):
+            lab.run([CrashRun("bad", "sync", delay=-1.0)])  # its saver raises (negative sleep) before c runs
+        assert "ValueError" in lab.log_path.read_text()  # the worker's traceback is in the lab's log
+        assert lab.run([CrashRun("sync", "sync")])[0].task_id_kept
 
 
 def test_labels_must_be_unique(tmp_path):
