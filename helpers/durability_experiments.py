@@ -38,7 +38,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Annotated, Any, TypedDict
+from typing import IO, Annotated, Any, TypedDict
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
@@ -328,14 +328,10 @@ class CrashLab:
                                         stdout=subprocess.PIPE, stderr=self._log, text=True,
                                         env={**os.environ, "PYTHONUNBUFFERED": "1"})
         self._replies: queue.Queue[str] = queue.Queue()
-        threading.Thread(target=self._read_replies, daemon=True).start()
+        # the reader holds only the pipe and the queue, so a lab nobody refers to any more is
+        # collected, its stdin closes, and its process ends
+        threading.Thread(target=_pump_lines, args=(self.process.stdout, self._replies), daemon=True).start()
         self.experiments = 0
-
-    def _read_replies(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            self._replies.put(line.strip())
-        self._replies.put("failed the lab process ended")
 
     def run(self, runs: Sequence[CrashRun], timeout: float = 120) -> list[CrashResult]:
         """Crash every run's worker (all in parallel) and examine what each left behind.
@@ -382,11 +378,22 @@ class CrashLab:
         self._log.close()
         return code
 
+    def __del__(self) -> None:
+        stdin = getattr(getattr(self, "process", None), "stdin", None)
+        if stdin is not None and not stdin.closed:
+            stdin.close()  # a forgotten lab ends: its process sees the end of its input
+
     def __enter__(self) -> CrashLab:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+def _pump_lines(stream: IO[str] | None, replies: queue.Queue[str]) -> None:
+    for line in stream or ():
+        replies.put(line.strip())
+    replies.put("failed the lab process ended")
 
 
 def crash_experiment(workdir: str | Path, runs: Sequence[CrashRun], timeout: float = 120) -> list[CrashResult]:

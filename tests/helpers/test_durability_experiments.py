@@ -179,6 +179,21 @@ def test_a_lab_runs_several_experiments_in_fresh_folders_and_ends_when_closed(tm
         lab.run([CrashRun("sync", "sync")])
 
 
+def test_a_forgotten_lab_ends_its_process(tmp_path):
+    import gc
+    import os
+    import time
+
+    lab = CrashLab(tmp_path)
+    pid = lab.process.pid
+    del lab  # e.g. the setup cell ran twice: the first lab is no longer referenced
+    gc.collect()
+    deadline = time.monotonic() + 30
+    while (ended := os.waitpid(pid, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)  # polling a process we started, not synchronising threads
+    assert ended[0] == pid and os.waitstatus_to_exitcode(ended[1]) == 0
+
+
 def test_a_lab_reports_a_failing_worker_and_keeps_working(tmp_path):
     with CrashLab(tmp_path) as lab:
         with pytest.raises(RuntimeError, match="the bad worker exited with 1, expected 17"):
