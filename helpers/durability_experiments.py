@@ -1,79 +1,81 @@
-"""Experiments for chapter 08: what each durability mode saves, keeps after a crash, and costs.
+"""Chapter 08's graph and the experiments around it: what each durability mode saves, keeps
+after a real crash, and costs.
 
-Three pieces, each usable on its own:
+- :class:`TripLog`, :data:`CRASH_EXIT_CODE`, :func:`make_node` and :func:`linear_graph` are the
+  chapter's graph. Chapter 08 shows them in its cells (``# saved as ...``); the definitions
+  here must stay identical to those cells. Nodes in a line, each appending its name to
+  ``trip``; a node can raise, pause with ``interrupt()``, or kill its whole process with
+  ``os._exit(17)``: a real crash, no ``finally``, no atexit, no flush of anything.
+- :func:`count_saves` runs the graph once on a
+  :class:`~helpers.counting_saver.CountingSaver` and reports what reached the saver.
+- :class:`CrashLab` (or :func:`crash_experiment` for one experiment) runs :class:`CrashRun`
+  workers in parallel, each a real OS process whose node ``c`` kills it while it runs
+  ``a → b → c → d`` on its own SQLite file. Another process then opens each file, reports
+  what survived and recovers the run (:class:`CrashResult`). :func:`survival_rows` and
+  :func:`outcome_rows` turn results into tables; :func:`survival_facts` and
+  :func:`recovery_laws` give the properties that hold whatever the timing.
+- :func:`measure_costs` times ``invoke`` per mode on a SQLite file (interleaved rounds after a
+  warm-up) and :func:`summarize_costs` gives medians and ratios to ``sync``.
 
-- :func:`linear_graph` builds the chapter's small graph: nodes in a line (``a → b → c``),
-  each appending its name to a ``trip`` list. A node can raise (``fail_at``), pause with
-  ``interrupt()`` (``interrupt_at``) or kill its whole process with ``os._exit(17)``
-  (``crash_at``): a real crash, no ``finally``, no atexit, no flush of anything.
-  :func:`count_saves` runs it once on a :class:`~helpers.counting_saver.CountingSaver` and
-  reports what reached the saver.
-- :func:`crash_experiment` starts one child process per durability mode, in parallel. Each
-  child runs ``a → b → c → d`` on a SQLite file through a saver with a write latency (like a
-  remote database) and node ``c`` kills it. This process then opens each file and reports
-  what survived (:func:`inspect_file`) and what a resume runs (:func:`resume_file`).
-  :func:`survival_rows` turns that into rows that hold on every run: exact values where the
-  outcome is deterministic, robust properties where it depends on a race.
-- :func:`measure_costs` times ``invoke`` per mode on a SQLite file (interleaved rounds after
-  a warm-up) and :func:`summarize_costs` gives medians and ratios to ``sync``.
-
-Every file goes into a temporary directory that is removed afterwards.
+Files go into a directory the caller owns (the chapter's ``TemporaryDirectory``).
 """
 
 from __future__ import annotations
 
-import inspect
+import json
 import operator
 import os
+import queue
 import sqlite3
 import statistics
 import subprocess
 import sys
 import tempfile
-import textwrap
+import threading
 import time
 import traceback
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Annotated, Any, Iterable, Sequence, TypedDict
+from typing import IO, Annotated, Any, TypedDict
 
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.errors import EmptyInputError
 from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
 from .counting_saver import CountingSaver
 
 MODES = ("sync", "async", "exit")
-CRASH_EXIT_CODE = 17
 CRASH_NODES = ("a", "b", "c", "d")
 CRASH_AT = "c"
 THREAD = {"configurable": {"thread_id": "trip-1"}}
 
 
-class Trip(TypedDict):
-    trip: Annotated[list[str], operator.add]
+# -- the chapter's graph (shown in chapter 08; keep identical to its cells) -----------------
+
+class TripLog(TypedDict):
+    trip: Annotated[list[str], operator.add]  # every node appends its name
 
 
-def _append_line(path: str | Path, text: str) -> None:
-    # open/write/close: once close() returns, the line is in the OS, so it survives os._exit.
-    with open(path, "a", encoding="utf-8") as log:
-        log.write(text + "\n")
+CRASH_EXIT_CODE = 17
 
 
-def make_node(name: str, *, calls: list[str] | None = None, log_path: str | Path | None = None,
-              fail: bool = False, pause: bool = False, crash: bool = False, work_seconds: float = 0.0):
-    """A node that records its call, then (optionally) raises, pauses or kills the process.
+def make_node(name: str, *, log_path: str | None = None, fail: bool = False, pause: bool = False,
+              crash: bool = False, work_seconds: float = 0.0) -> Callable[[TripLog, Runtime], dict[str, list[str]]]:
+    """A node that appends ``name`` to the trip. Before that it can log its call, then fail, pause or crash."""
 
-    ``work_seconds`` stands in for real work (a model or API call) with a sleep.
-    """
-
-    def node(state: Trip) -> dict[str, list[str]]:
+    def node(state: TripLog, runtime: Runtime) -> dict[str, list[str]]:
         if work_seconds:
-            time.sleep(work_seconds)  # simulated latency of real work, not synchronisation
-        if calls is not None:
-            calls.append(name)
-        if log_path is not None:
-            _append_line(log_path, name)
+            time.sleep(work_seconds)  # stands in for real work (a model call), not for synchronisation
+        if log_path is not None:  # a file outlives the process: one line per call, the node and its task id
+            with open(log_path, "a", encoding="utf-8") as log:
+                log.write(f"{name} {runtime.execution_info.task_id}\n")
         if crash:
             os._exit(CRASH_EXIT_CODE)  # a real crash: the process ends here, nothing is cleaned up
         if fail:
@@ -82,41 +84,31 @@ def make_node(name: str, *, calls: list[str] | None = None, log_path: str | Path
             interrupt(f"approve {name}?")
         return {"trip": [name]}
 
-    node.__name__ = name
     return node
 
 
-def node_source() -> str:
-    """The source of the node function that :func:`make_node` returns, dedented (for display)."""
-    source = inspect.getsource(make_node)
-    body = source[source.index("    def node("):source.index("    node.__name__")]
-    return textwrap.dedent(body).strip()
-
-
-def linear_graph(checkpointer: Any, nodes: Sequence[str] = ("a", "b", "c"), *, calls: list[str] | None = None,
-                 log_path: str | Path | None = None, fail_at: str | None = None,
-                 interrupt_at: str | None = None, crash_at: str | None = None, work_seconds: float = 0.0):
-    """Compile START → nodes[0] → … → nodes[-1] → END on ``checkpointer``.
-
-    ``calls`` (a list) and/or ``log_path`` (a file, one name per line) record every node call.
-    """
-    builder = StateGraph(Trip)
+def linear_graph(checkpointer: BaseCheckpointSaver | None, nodes: Sequence[str] = ("a", "b", "c"), *,
+                 log_path: str | None = None, fail_at: str | None = None, interrupt_at: str | None = None,
+                 crash_at: str | None = None, work_seconds: float = 0.0) -> CompiledStateGraph:
+    """START → nodes[0] → … → nodes[-1] → END, compiled on ``checkpointer``."""
+    builder = StateGraph(TripLog)
     for name in nodes:
-        builder.add_node(name, make_node(name, calls=calls, log_path=log_path, fail=name == fail_at,
-                                         pause=name == interrupt_at, crash=name == crash_at,
-                                         work_seconds=work_seconds))
-    for left, right in zip([START, *nodes], [*nodes, END]):
+        builder.add_node(name, make_node(name, log_path=log_path, fail=name == fail_at, pause=name == interrupt_at,
+                                         crash=name == crash_at, work_seconds=work_seconds))
+    for left, right in zip([START, *nodes], [*nodes, END], strict=True):
         builder.add_edge(left, right)
     return builder.compile(checkpointer=checkpointer)
 
+
+# -- counting what each mode saves ------------------------------------------------------------
 
 def count_saves(durability: str | None, *, fail_at: str | None = None, interrupt_at: str | None = None,
                 nodes: Sequence[str] = ("a", "b", "c")) -> dict[str, Any]:
     """Run the linear graph once on a counting in-memory saver; report what was saved.
 
     ``durability=None`` passes no mode (the default). A node failure is caught and named in
-    ``outcome``. Returns put / put_writes calls, checkpoints in history, and the pending
-    writes (channel names, sorted) stored with the latest checkpoint.
+    ``outcome``. Returns put / put_writes calls, checkpoints in history, the latest step,
+    and the pending writes (channel names, sorted) stored with the latest checkpoint.
     """
     saver = CountingSaver(InMemorySaver())
     graph = linear_graph(saver, nodes, fail_at=fail_at, interrupt_at=interrupt_at)
@@ -139,13 +131,45 @@ def count_saves(durability: str | None, *, fail_at: str | None = None, interrupt
     }
 
 
-# -- real crashes ---------------------------------------------------------------------------
+# -- real crashes -----------------------------------------------------------------------------
 
-CHILD_CODE = """
-import sys
-from helpers.durability_experiments import crash_workers
-crash_workers(sys.argv[1], sys.argv[2].split(","), float(sys.argv[3]), sys.argv[4].split(","), sys.argv[5])
-"""
+@dataclass(frozen=True)
+class CrashRun:
+    """One worker process: run ``nodes`` with ``durability=mode``; node ``crash_at`` kills it.
+
+    ``delay`` adds that many seconds to every ``put`` / ``put_writes`` (a remote database).
+    ``label`` names the run in tables; it must be unique within one experiment.
+    """
+
+    label: str
+    mode: str
+    delay: float = 0.0
+    nodes: tuple[str, ...] = CRASH_NODES
+    crash_at: str = CRASH_AT
+
+
+@dataclass(frozen=True)
+class CrashResult:
+    """What one crashed worker left behind, and what recovering its file did."""
+
+    run: CrashRun
+    exit_code: int
+    ran_before_crash: tuple[str, ...]  # from the worker's log file
+    steps: tuple[int, ...]  # checkpoint steps on disk, oldest first
+    pending_writes: int  # stored with the latest checkpoint
+    recovery_error: str | None  # what invoke(None, config) raised, if it did (then the input was sent again)
+    recovery_ran: tuple[str, ...]  # the nodes the recovery ran, in order
+    trip: tuple[str, ...]  # the trip after recovery
+    task_id_kept: bool  # the crashed node ran again on recovery under the task id it had before
+
+    @property
+    def finished_before_crash(self) -> tuple[str, ...]:
+        return self.run.nodes[:self.run.nodes.index(self.run.crash_at)]
+
+    @property
+    def step_before_crash(self) -> int:
+        """The step of the checkpoint the crashing node was planned from (c is number 2 in a → b → c → d)."""
+        return self.run.nodes.index(self.run.crash_at)
 
 
 def open_sqlite_saver(db_path: str | Path) -> SqliteSaver:
@@ -153,203 +177,350 @@ def open_sqlite_saver(db_path: str | Path) -> SqliteSaver:
     return SqliteSaver(sqlite3.connect(str(db_path), check_same_thread=False))
 
 
-def crash_run(db_path: str | Path, durability: str, log_path: str | Path, delay: float,
-              nodes: Sequence[str] = CRASH_NODES, crash_at: str = CRASH_AT) -> None:
-    """Worker side: run a → b → c → d on the file; node c kills the process (exit code 17)."""
-    saver = CountingSaver(open_sqlite_saver(db_path), delay=delay)
-    graph = linear_graph(saver, nodes, log_path=log_path, crash_at=crash_at)
-    graph.invoke({"trip": []}, THREAD, durability=durability)
-    print("unreachable: node c should have ended this process", file=sys.stderr)
+def worker_files(folder: str | Path, number: int) -> tuple[Path, Path, Path, Path]:
+    """Worker ``number``'s checkpoint file, its node log, the node log of its recovery, and its result."""
+    base = Path(folder) / f"worker-{number}"
+    return (base.with_suffix(".sqlite"), base.with_suffix(".log"), base.with_suffix(".recovery.log"),
+            base.with_suffix(".json"))
+
+
+def crash_run(folder: str | Path, number: int, run: CrashRun) -> None:
+    """Worker side: run the line on the worker's own file until ``run.crash_at`` kills the process."""
+    db, log, _, _ = worker_files(folder, number)
+    saver = CountingSaver(open_sqlite_saver(db), delay=run.delay)
+    graph = linear_graph(saver, run.nodes, log_path=str(log), crash_at=run.crash_at)
+    graph.invoke({"trip": []}, THREAD, durability=run.mode)
+    print(f"unreachable: node {run.crash_at} should have ended this process", file=sys.stderr)
     os._exit(1)
 
 
-def crash_workers(workdir: str | Path, modes: Sequence[str], delay: float,
-                  nodes: Sequence[str] = CRASH_NODES, crash_at: str = CRASH_AT) -> None:
-    """Child side: run one crashing worker process per mode, in parallel; print their exit codes.
-
-    This child imports LangGraph once. With ``os.fork`` (Linux, macOS) each worker is a fork
-    of it, started right after the import (no threads exist yet, so forking is safe) and
-    sharing nothing with its siblings but the modules already loaded; every worker opens its
-    own SQLite file. Without ``fork`` each worker is a fresh interpreter instead (slower).
-    The exit codes go to stdout as ``mode=code`` lines.
-    """
-    workdir = Path(workdir)
-    paths = {mode: (workdir / f"{mode}.sqlite", workdir / f"{mode}.log") for mode in modes}
-    if hasattr(os, "fork"):
-        pids = {}
-        for mode in modes:
-            pid = os.fork()
-            if pid == 0:  # the worker
-                try:
-                    crash_run(paths[mode][0], mode, paths[mode][1], delay, nodes, crash_at)
-                except BaseException:
-                    traceback.print_exc()
-                os._exit(1)  # only reached if crash_run did not crash
-            pids[mode] = pid
-        codes = {mode: os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for mode, pid in pids.items()}
-    else:  # pragma: no cover - platforms without fork
-        code = "import sys\nfrom helpers.durability_experiments import crash_run\n" \
-               "crash_run(sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4]), sys.argv[5].split(','), sys.argv[6])"
-        workers = {mode: subprocess.Popen([sys.executable, "-c", code, str(paths[mode][0]), mode, str(paths[mode][1]),
-                                           str(delay), ",".join(nodes), crash_at]) for mode in modes}
-        codes = {mode: worker.wait() for mode, worker in workers.items()}
-    for mode in modes:
-        print(f"{mode}={codes[mode]}", flush=True)
+def read_log(path: str | Path) -> list[tuple[str, str]]:
+    """``(node, task id)`` per line of a node log; empty if the file does not exist."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    return [(line.split()[0], line.split()[1]) for line in path.read_text(encoding="utf-8").splitlines() if line]
 
 
-def run_crash_workers(workdir: str | Path, modes: Sequence[str] = MODES, delay: float = 0.02, timeout: float = 60,
-                      nodes: Sequence[str] = CRASH_NODES, crash_at: str = CRASH_AT) -> dict[str, int]:
-    """Start the child (see :func:`crash_workers`) and wait; return each worker's exit code."""
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    done = subprocess.run([sys.executable, "-c", CHILD_CODE, str(workdir), ",".join(modes), str(delay),
-                           ",".join(nodes), crash_at],
-                          env=env, capture_output=True, text=True, timeout=timeout)
-    if done.returncode != 0:
-        tail = "\n".join(done.stderr.strip().splitlines()[-10:])
-        raise RuntimeError(f"the crash child exited with {done.returncode}:\n{tail}")
-    codes = dict(line.split("=", 1) for line in done.stdout.split())
-    return {mode: int(codes[mode]) for mode in modes}
-
-
-def inspect_file(db_path: str | Path) -> dict[str, Any]:
-    """Open a checkpoint file from this process: the steps saved and the latest pending writes."""
+def inspect_file(db_path: str | Path) -> tuple[tuple[int, ...], int]:
+    """Open a checkpoint file: the steps saved, and the latest checkpoint's pending writes."""
     saver = open_sqlite_saver(db_path)
     try:
-        tuples = list(saver.list(THREAD))
+        steps = tuple(sorted(t.metadata["step"] for t in saver.list(THREAD)))
         latest = saver.get_tuple(THREAD)
-        return {
-            "steps": sorted(t.metadata["step"] for t in tuples),
-            "pending writes": len(latest.pending_writes) if latest else 0,
-        }
+        return steps, len(latest.pending_writes) if latest else 0
     finally:
         saver.conn.close()
 
 
-def resume_file(db_path: str | Path, nodes: Sequence[str] = CRASH_NODES) -> dict[str, Any]:
-    """``invoke(None, config)`` on the file, no crash this time: which nodes run, or which error."""
+def recover_file(db_path: str | Path, log_path: str | Path,
+                 nodes: Sequence[str] = CRASH_NODES) -> tuple[str | None, tuple[str, ...]]:
+    """Recover a crashed run: ``invoke(None, config)``; if nothing was saved, send the input again.
+
+    Returns the error the resume raised (None if it worked) and the trip at the end. The
+    nodes that ran are logged to ``log_path``.
+    """
     saver = open_sqlite_saver(db_path)
-    calls: list[str] = []
     try:
-        graph = linear_graph(saver, nodes, calls=calls)
+        graph = linear_graph(saver, nodes, log_path=str(log_path))
         try:
             result = graph.invoke(None, THREAD)
-            return {"ran": tuple(calls), "error": None, "trip": tuple(result["trip"])}
-        except Exception as exc:  # EmptyInputError when nothing at all was saved
-            return {"ran": tuple(calls), "error": f"{type(exc).__name__}: {str(exc).splitlines()[0]}", "trip": ()}
+            error = None
+        except EmptyInputError as exc:  # nothing at all was saved: the request has to be sent again
+            error = f"{type(exc).__name__}: {exc}"
+            result = graph.invoke({"trip": []}, THREAD)
+        return error, tuple(result["trip"])
     finally:
         saver.conn.close()
 
 
-def read_log(path: str | Path) -> tuple[str, ...]:
-    path = Path(path)
-    return tuple(path.read_text(encoding="utf-8").split()) if path.exists() else ()
+def examine(folder: str | Path, number: int, run: CrashRun, exit_code: int) -> CrashResult:
+    """After worker ``number`` died: read its log and file, recover the run, compare the task ids."""
+    db, log, recovery_log, _ = worker_files(folder, number)
+    before = read_log(log)
+    steps, pending = inspect_file(db)
+    error, trip = recover_file(db, recovery_log, run.nodes)
+    after = read_log(recovery_log)
+    crashed_task, recovered_task = dict(before).get(run.crash_at), dict(after).get(run.crash_at)
+    return CrashResult(run=run, exit_code=exit_code, ran_before_crash=tuple(n for n, _ in before), steps=steps,
+                       pending_writes=pending, recovery_error=error, recovery_ran=tuple(n for n, _ in after),
+                       trip=trip, task_id_kept=crashed_task is not None and crashed_task == recovered_task)
 
 
-def crash_experiment(modes: Sequence[str] = MODES, delay: float = 0.02, timeout: float = 60,
-                     nodes: Sequence[str] = CRASH_NODES, crash_at: str = CRASH_AT) -> dict[str, dict[str, Any]]:
-    """Crash one worker process per mode (in parallel), then inspect and resume each file from here.
+def _report(folder: str | Path, number: int, run: CrashRun, exit_code: int) -> None:
+    """Write worker ``number``'s result file: its exit code, and what examining it found if it crashed."""
+    found = asdict(examine(folder, number, run, exit_code)) if exit_code == CRASH_EXIT_CODE else {}
+    worker_files(folder, number)[3].write_text(json.dumps({"exit_code": exit_code, **found}), encoding="utf-8")
 
-    Returns, per mode: the worker's exit code, the nodes it ran before dying (its log file),
-    what is on disk, and what a resume does. The temporary directory is removed.
+
+LAB_CODE = """
+import os, sys
+from helpers.durability_experiments import crash_workers
+for line in sys.stdin:  # one experiment per line; the lab ends when its stdin closes
+    try:
+        crash_workers(*line.rstrip("\\n").split("\\t", 1))
+        print("done", flush=True)
+    except Exception as exc:
+        print("failed", repr(exc).replace("\\n", " "), flush=True)
+os._exit(0)  # nothing left to flush or clean up: skip tearing down the imported modules
+"""
+
+
+def crash_workers(folder: str | Path, runs_json: str) -> None:
+    """Lab side: crash every worker at once, then examine each file from another process.
+
+    The lab process imported LangGraph once, when it started. With ``os.fork`` (Linux,
+    macOS) it forks one watcher per run (the lab itself never starts a thread, so forking is
+    safe); each watcher forks the worker, waits for it to die, then opens the worker's file,
+    recovers the run and writes the worker's result file. So the watchers work in parallel,
+    and every file is read by a process that did not write it. Without ``fork`` the workers
+    are fresh interpreters and the lab examines their files one after the other (slower,
+    same result).
     """
-    modes = list(modes)
-    with tempfile.TemporaryDirectory(prefix="ch08-crash-") as workdir:
-        codes = run_crash_workers(workdir, modes, delay, timeout, nodes, crash_at)
-        results = {}
-        for mode in modes:
-            if codes[mode] != CRASH_EXIT_CODE:
-                raise RuntimeError(f"the {mode} worker exited with {codes[mode]}, expected {CRASH_EXIT_CODE}")
-            db = Path(workdir) / f"{mode}.sqlite"
-            results[mode] = {"nodes": tuple(nodes), "crash at": crash_at, "exit code": codes[mode],
-                             "ran before crash": read_log(Path(workdir) / f"{mode}.log"),
-                             **inspect_file(db), "resume": resume_file(db, nodes)}
+    runs = [CrashRun(**{**spec, "nodes": tuple(spec["nodes"])}) for spec in json.loads(runs_json)]
+    if hasattr(os, "fork"):
+        watchers = []
+        for number, run in enumerate(runs):
+            watcher = os.fork()
+            if watcher == 0:
+                status = 1
+                try:
+                    worker = os.fork()
+                    if worker == 0:
+                        try:
+                            crash_run(folder, number, run)
+                        except BaseException:
+                            traceback.print_exc()
+                        os._exit(1)  # only reached if the crash did not happen
+                    _report(folder, number, run, os.waitstatus_to_exitcode(os.waitpid(worker, 0)[1]))
+                    status = 0
+                except BaseException:
+                    traceback.print_exc()
+                os._exit(status)
+            watchers.append(watcher)
+        failed = [pid for pid in watchers if os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) != 0]
+        if failed:
+            raise RuntimeError(f"{len(failed)} watcher(s) failed; see the lab's log")
+    else:  # pragma: no cover - platforms without fork
+        code = ("import json, sys\nfrom helpers.durability_experiments import CrashRun, crash_run\n"
+                "spec = json.loads(sys.argv[3])\n"
+                "crash_run(sys.argv[1], int(sys.argv[2]), CrashRun(**{**spec, 'nodes': tuple(spec['nodes'])}))")
+        workers = [subprocess.Popen([sys.executable, "-c", code, str(folder), str(number), json.dumps(asdict(run))])
+                   for number, run in enumerate(runs)]
+        for number, (run, worker) in enumerate(zip(runs, workers, strict=True)):
+            _report(folder, number, run, worker.wait())
+
+
+class CrashLab:
+    """A child process that imports LangGraph as soon as it is made, then crashes workers on request.
+
+    Made early (chapter 08's setup cell), its import overlaps with the chapter, so the crash
+    experiment itself takes well under a second. :meth:`run` runs one experiment in a new
+    folder inside ``workdir``; :meth:`close` (or leaving a ``with`` block) ends the lab. If
+    the notebook's kernel dies first, the lab's stdin closes and it ends by itself.
+    """
+
+    def __init__(self, workdir: str | Path) -> None:
+        self.workdir = Path(workdir)
+        self.log_path = self.workdir / "crash-lab.log"
+        self._log = open(self.log_path, "a", encoding="utf-8")  # the workers' tracebacks, if any
+        self.process = subprocess.Popen([sys.executable, "-c", LAB_CODE], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, stderr=self._log, text=True,
+                                        env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        self._replies: queue.Queue[str] = queue.Queue()
+        # the reader holds only the pipe and the queue, so a lab nobody refers to any more is
+        # collected, its stdin closes, and its process ends
+        threading.Thread(target=_pump_lines, args=(self.process.stdout, self._replies), daemon=True).start()
+        self.experiments = 0
+
+    def run(self, runs: Sequence[CrashRun], timeout: float = 120) -> list[CrashResult]:
+        """Crash every run's worker (all in parallel) and examine what each left behind.
+
+        Raises RuntimeError if the lab fails or a worker did not end with :data:`CRASH_EXIT_CODE`.
+        """
+        labels = [run.label for run in runs]
+        if len(set(labels)) != len(labels):
+            raise ValueError(f"labels must be unique: {labels}")
+        if self.process.poll() is not None or self.process.stdin is None:
+            raise RuntimeError("this crash lab is closed; make a new one")
+        self.experiments += 1
+        folder = Path(tempfile.mkdtemp(prefix=f"crash-{self.experiments}-", dir=self.workdir))
+        self.process.stdin.write(f"{folder}\t{json.dumps([asdict(r) for r in runs])}\n")
+        self.process.stdin.flush()
+        try:
+            reply = self._replies.get(timeout=timeout)
+        except queue.Empty:
+            raise RuntimeError(f"no answer from the crash lab within {timeout} s") from None
+        if reply != "done":
+            tail = "\n".join(self.log_path.read_text(encoding="utf-8").strip().splitlines()[-10:])
+            raise RuntimeError(f"the crash lab {reply}\n{tail}")
+        results = []
+        for number, run in enumerate(runs):
+            found = json.loads(worker_files(folder, number)[3].read_text(encoding="utf-8"))
+            if found["exit_code"] != CRASH_EXIT_CODE:
+                raise RuntimeError(f"the {run.label} worker exited with {found['exit_code']}, "
+                                   f"expected {CRASH_EXIT_CODE}")
+            tuples = {key: tuple(found[key]) for key in ("ran_before_crash", "steps", "recovery_ran", "trip")}
+            results.append(CrashResult(**{**found, **tuples, "run": run}))
         return results
 
+    def close(self, timeout: float = 10) -> int:
+        """End the lab (it exits when its stdin closes) and return its exit code."""
+        if self.process.stdin is not None and not self.process.stdin.closed:
+            self.process.stdin.close()
+        try:
+            code = self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()  # only this lab's own process, by its handle
+            code = self.process.wait()
+        if self.process.stdout is not None:
+            self.process.stdout.close()
+        self._log.close()
+        return code
 
-def survival_facts(result: dict[str, Any]) -> dict[str, bool]:
+    def __del__(self) -> None:
+        stdin = getattr(getattr(self, "process", None), "stdin", None)
+        if stdin is not None and not stdin.closed:
+            stdin.close()  # a forgotten lab ends: its process sees the end of its input
+
+    def __enter__(self) -> CrashLab:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def _pump_lines(stream: IO[str] | None, replies: queue.Queue[str]) -> None:
+    for line in stream or ():
+        replies.put(line.strip())
+    replies.put("failed the lab process ended")
+
+
+def crash_experiment(workdir: str | Path, runs: Sequence[CrashRun], timeout: float = 120) -> list[CrashResult]:
+    """One experiment in a lab of its own (see :class:`CrashLab`); the lab is closed afterwards."""
+    with CrashLab(workdir) as lab:
+        return lab.run(runs, timeout)
+
+
+def survival_facts(result: CrashResult) -> dict[str, bool]:
     """Properties of one crash result that do not depend on timing.
 
-    With the crash in node number k (c is number 2 in a → b → c → d), the checkpoint of
-    step k is the one written after every node before the crash had finished.
-
-    - ``kept finished steps``: that checkpoint is on disk, so no finished node has to repeat;
-    - ``repeats finished work``: a resume runs a finished node again, or cannot start at all;
-    - ``needs the input again``: nothing was saved, so resume raises and the input must be resent.
+    - ``kept finished steps``: the checkpoint written after the last node before the crash
+      finished is on disk, so no finished node has to repeat;
+    - ``repeats finished work``: the recovery ran a node that had finished before the crash;
+    - ``needs the input again``: nothing was saved, so the resume raised and the input was sent again.
     """
-    k = list(result["nodes"]).index(result["crash at"])
-    finished = set(result["nodes"][:k])
-    resume = result["resume"]
     return {
-        "kept finished steps": k in result["steps"],
-        "repeats finished work": bool(resume["error"]) or bool(finished & set(resume["ran"])),
-        "needs the input again": not result["steps"] and bool(resume["error"]),
+        "kept finished steps": result.step_before_crash in result.steps,
+        "repeats finished work": bool(set(result.finished_before_crash) & set(result.recovery_ran)),
+        "needs the input again": result.recovery_error is not None,
     }
 
 
-SURVIVAL_COLUMNS = ("mode", "ran before crash", "exit code", "steps on disk", "latest step", "pending writes",
-                    "on resume")
+SURVIVAL_COLUMNS = ("mode", "ran before crash", "exit code", "steps on disk", "recovery runs", "crashed node's task id")
 
 
-def survival_rows(results: dict[str, dict[str, Any]], exact: Iterable[str] = ("sync", "exit")) -> list[dict[str, Any]]:
-    """One row per mode, made to print the same on every run.
+def _recovery_text(result: CrashResult) -> str:
+    ran = ",".join(result.recovery_ran)
+    if result.recovery_error:
+        return f"{result.recovery_error.split(':')[0]}; input sent again: {ran}"
+    return ran
 
-    Modes in ``exact`` have deterministic outcomes (sync waits for every save; exit saves
-    nothing before the end), so their rows show the raw values. Any other mode (async: its
-    saves race the next steps on a background thread) shows only bounds that hold whatever
-    the timing: fewer steps than sync, the latest one before the crash step, work repeated.
-    A bound that does not hold is shown with a "?" so that the difference is visible.
+
+def survival_rows(results: Iterable[CrashResult], exact: Iterable[str] = ("sync", "exit")) -> list[dict[str, Any]]:
+    """One row per result, made to print the same on every run.
+
+    Modes in ``exact`` have deterministic outcomes (sync waits for every checkpoint; exit
+    saves nothing before the end), so their rows show the raw values. Any other mode (async:
+    its saves race the next steps on a background thread) shows only bounds that hold
+    whatever the timing: fewer steps than sync, finished work repeated, a new task id. A
+    bound that does not hold is shown with a "?" so that the difference is visible.
     """
     exact = set(exact)
     rows = []
-    for mode, res in results.items():
+    for res in results:
         facts = survival_facts(res)
-        resume = res["resume"]
-        k = list(res["nodes"]).index(res["crash at"])
-        if mode in exact:
-            steps = ",".join(map(str, res["steps"])) or "none"
-            latest = res["steps"][-1] if res["steps"] else "none"
-            pending = res["pending writes"]
-            on_resume = resume["error"].split(":")[0] if resume["error"] else "runs " + ",".join(resume["ran"])
+        if res.run.mode in exact:
+            steps = ",".join(map(str, res.steps)) or "none"
+            recovery = _recovery_text(res)
+            task = "same" if res.task_id_kept else "new"
         else:
             kept = facts["kept finished steps"]
-            steps = "fewer than sync" if not kept else f"?{res['steps']}"
-            latest = f"before {k}" if not kept else f"?{res['steps'][-1]}"
-            pending = "varies"
-            on_resume = "repeats finished work" if facts["repeats finished work"] else f"?runs {','.join(resume['ran'])}"
-        rows.append({"mode": mode, "ran before crash": ",".join(res["ran before crash"]), "exit code": res["exit code"],
-                     "steps on disk": steps, "latest step": latest, "pending writes": pending, "on resume": on_resume})
+            steps = f"?{','.join(map(str, res.steps))}" if kept else "fewer than sync"
+            recovery = "finished work again" if facts["repeats finished work"] else f"?{_recovery_text(res)}"
+            task = "?same" if res.task_id_kept else "new"
+        rows.append({"mode": res.run.label, "ran before crash": ",".join(res.ran_before_crash),
+                     "exit code": res.exit_code, "steps on disk": steps, "recovery runs": recovery,
+                     "crashed node's task id": task})
     return rows
 
 
-# -- cost -----------------------------------------------------------------------------------
+OUTCOME_COLUMNS = ("mode", "steps on disk", "pending writes", "recovery runs", "crashed node's task id", "runs")
 
-def measure_costs(modes: Sequence[str] = MODES, runs: int = 30, warmup: int = 3, nodes: Sequence[str] = ("a", "b", "c"),
-                  work_seconds: float = 0.0, write_delay: float = 0.0) -> dict[str, list[float]]:
-    """Milliseconds per ``invoke`` for each mode on one SQLite file.
+
+def outcome_rows(results: Iterable[CrashResult]) -> list[dict[str, Any]]:
+    """Results grouped by mode and outcome, with how many runs had each (for trials of a racy mode).
+
+    Within a mode, rows go from the most kept to the least kept, so the table reads as a range.
+    """
+    counts = Counter((r.run.mode, ",".join(map(str, r.steps)) or "none", r.pending_writes, _recovery_text(r),
+                      "same" if r.task_id_kept else "new") for r in results)
+    modes = list(dict.fromkeys(r.run.mode for r in results))
+
+    def most_kept_first(item: tuple[tuple[str, str, int, str, str], int]) -> tuple[int, int, int, str, str]:
+        (mode, steps, pending, recovery, task), _ = item
+        return (modes.index(mode), 0 if steps == "none" else -len(steps.split(",")), -pending, recovery, task)
+
+    ordered = sorted(counts.items(), key=most_kept_first)
+    return [dict(zip(OUTCOME_COLUMNS, (*key, n), strict=True)) for key, n in ordered]
+
+
+def recovery_laws(results: Sequence[CrashResult]) -> dict[str, bool]:
+    """What holds for every crashed run whatever the timing (each True when it held for all)."""
+    return {
+        "every worker crashed in its crash node": all(
+            r.exit_code == CRASH_EXIT_CODE and r.ran_before_crash[-1:] == (r.run.crash_at,) for r in results),
+        "the disk held at most what sync keeps": all(
+            set(r.steps) <= set(range(-1, r.step_before_crash + 1)) for r in results),
+        "the recovery ran a tail of the line, from the crash node on at least": all(
+            r.recovery_ran == r.run.nodes[len(r.run.nodes) - len(r.recovery_ran):]
+            and r.run.crash_at in r.recovery_ran for r in results),
+        "the recovery finished the whole trip": all(r.trip == r.run.nodes for r in results),
+        "the task id came back exactly when the step before the crash was on disk": all(
+            r.task_id_kept == (r.step_before_crash in r.steps) for r in results),
+    }
+
+
+# -- cost ---------------------------------------------------------------------------------------
+
+def measure_costs(workdir: str | Path, modes: Sequence[str] = MODES, runs: int = 30, warmup: int = 3,
+                  nodes: Sequence[str] = ("a", "b", "c"), work_seconds: float = 0.0,
+                  write_delay: float = 0.0) -> dict[str, list[float]]:
+    """Milliseconds per ``invoke`` for each mode on one SQLite file in ``workdir``.
 
     ``work_seconds`` makes every node take that long (a stand-in for a model call) and
     ``write_delay`` adds that latency to every put / put_writes (a remote database).
 
     Rounds are interleaved (sync, async, exit, sync, …) so that background noise hits every
     mode alike; each invoke uses a new thread id, so every run starts from an empty thread.
-    The first ``warmup`` rounds are not recorded. The file is removed afterwards.
+    The first ``warmup`` rounds are not recorded.
     """
     samples: dict[str, list[float]] = {mode: [] for mode in modes}
-    with tempfile.TemporaryDirectory(prefix="ch08-cost-") as workdir:
-        sqlite_saver = open_sqlite_saver(Path(workdir) / "cost.sqlite")
-        saver = CountingSaver(sqlite_saver, delay=write_delay) if write_delay else sqlite_saver
-        try:
-            graph = linear_graph(saver, nodes, work_seconds=work_seconds)
-            for round_no in range(warmup + runs):
-                for mode in modes:
-                    config = {"configurable": {"thread_id": f"{mode}-{round_no}"}}
-                    started = time.perf_counter()
-                    graph.invoke({"trip": []}, config, durability=mode)
-                    elapsed = (time.perf_counter() - started) * 1000
-                    if round_no >= warmup:
-                        samples[mode].append(elapsed)
-        finally:
-            sqlite_saver.conn.close()
+    path = Path(workdir) / f"cost-{time.monotonic_ns()}.sqlite"
+    sqlite_saver = open_sqlite_saver(path)
+    saver = CountingSaver(sqlite_saver, delay=write_delay) if write_delay else sqlite_saver
+    try:
+        graph = linear_graph(saver, nodes, work_seconds=work_seconds)
+        for round_no in range(warmup + runs):
+            for mode in modes:
+                config = {"configurable": {"thread_id": f"{mode}-{round_no}"}}
+                started = time.perf_counter()
+                graph.invoke({"trip": []}, config, durability=mode)
+                elapsed = (time.perf_counter() - started) * 1000
+                if round_no >= warmup:
+                    samples[mode].append(elapsed)
+    finally:
+        sqlite_saver.conn.close()
     return samples
 
 

@@ -6,9 +6,11 @@ same rows :func:`helpers.durability_experiments.summarize_costs` returns) before
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import matplotlib.pyplot as plt
+from matplotlib.axes import Axes
 
 from .text_tables import format_table
 
@@ -16,7 +18,7 @@ MODE_COLORS = {"sync": "#4c72b0", "async": "#55a868", "exit": "#c44e52"}
 
 
 def plot_cost_bars(rows: Sequence[dict[str, Any]], *, title: str = "Cost of one invoke on SQLite",
-                   value: str = "median ms", ratio: str = "ratio to sync", ax: Any = None) -> Any:
+                   value: str = "median ms", ratio: str = "ratio to sync", ax: Axes | None = None) -> Axes:
     """Print ``rows`` as a table, then draw one bar per row (``value``) labelled with ``ratio``.
 
     Returns the matplotlib Axes; the caller ends the cell with ``plt.show()``.
@@ -28,7 +30,7 @@ def plot_cost_bars(rows: Sequence[dict[str, Any]], *, title: str = "Cost of one 
     modes = [str(r["mode"]) for r in rows]
     values = [float(r[value]) for r in rows]
     bars = ax.bar(modes, values, color=[MODE_COLORS.get(m, "#8172b2") for m in modes], width=0.6)
-    for bar, row in zip(bars, rows):
+    for bar, row in zip(bars, rows, strict=True):
         label = f"{row[value]:.2f} ms" + (f"\n×{row[ratio]:.2f}" if ratio in row else "")
         ax.annotate(label, (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center", va="bottom",
                     fontsize=9, xytext=(0, 2), textcoords="offset points")

@@ -2,9 +2,20 @@
 
 Works with any checkpointer (InMemorySaver, SqliteSaver, PostgresSaver, ...) in any chapter::
 
-    from helpers.explorer import explore
-    explore(saver)              # or explore(graph): the graph's checkpointer, exact `next`
-    explore(saver, "trip-1")    # start on one thread
+    from helpers import explorer
+    explorer.explore(saver)                    # or a compiled graph: its checkpointer, exact `next`
+    explorer.explore(saver, "trip-1")          # start on one thread, at its head
+    explorer.explore(saver, "trip-1", "C4")    # ... at one checkpoint
+
+An explorer shows a **snapshot**: the saver as it was when the explorer was made. Later runs
+on the same saver do not change it (so a cell's widget keeps showing what that cell asked
+for, also after "Run All"); ``refresh()`` or the widget's "re-read" button reads the saver
+again. Each cell that wants a different thread or checkpoint makes its own explorer.
+
+A live widget cannot survive saving and reopening a notebook (the kernel that held it is
+gone: JupyterLab then says "Error displaying widget: model not found"). So displaying an
+explorer first prints a plain-text line that names what the widget shows and says to re-run
+the cell to get the interactive explorer back.
 
 The widget is a thin shell around plain, tested functions:
 
@@ -27,10 +38,14 @@ pending node and one task), ``-`` otherwise. Given a graph, both come from ``get
 from __future__ import annotations
 
 import html
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import ipywidgets as widgets
+from IPython.display import display
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph.state import CompiledStateGraph
 
 from .checkpoints import checkpoint_id, label_ids
 
@@ -64,18 +79,22 @@ class CheckpointView:
                 f" · step {self.step} · source {self.source}")
 
 
-def saver_of(source: Any) -> Any:
+Source = BaseCheckpointSaver | CompiledStateGraph
+"""What the explorer reads: a checkpointer, or a compiled graph with one."""
+
+
+def saver_of(source: Source) -> BaseCheckpointSaver:
     """The checkpointer behind ``source`` (a saver, or a compiled graph with one)."""
-    if hasattr(source, "get_state_history") and hasattr(source, "checkpointer"):
-        if not source.checkpointer or source.checkpointer is True:
+    if isinstance(source, CompiledStateGraph):
+        if not isinstance(source.checkpointer, BaseCheckpointSaver):
             raise ValueError("this graph has no checkpointer of its own: compile it with one, or pass the saver")
         return source.checkpointer
-    if hasattr(source, "list") and hasattr(source, "get_tuple"):
+    if isinstance(source, BaseCheckpointSaver):
         return source
     raise TypeError(f"expected a checkpointer or a compiled graph, got {type(source).__name__}")
 
 
-def threads_in(source: Any) -> list[str]:
+def threads_in(source: Source) -> list[str]:
     """The thread ids with at least one checkpoint in the saver (or graph's saver), sorted."""
     saver = saver_of(source)
     return sorted({str(t.config["configurable"]["thread_id"]) for t in saver.list(None)})
@@ -93,7 +112,8 @@ def short(value: Any, width: int = VALUE_WIDTH) -> str:
         inner = ", ".join(short(v, width) for v in value)
         text = f"[{inner}]" if isinstance(value, list) else f"({inner}{',' if len(value) == 1 else ''})"
     elif isinstance(value, Mapping):
-        text = "{" + ", ".join(f"{k!r}: {short(v, width)}" for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))) + "}"
+        items = sorted(value.items(), key=lambda kv: str(kv[0]))
+        text = "{" + ", ".join(f"{k!r}: {short(v, width)}" for k, v in items) + "}"
     else:
         text = repr(value)
     text = " ".join(text.split())
@@ -114,7 +134,7 @@ def pending_from_channels(channel_values: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(nodes)
 
 
-def checkpoint_views(source: Any, thread_id: str, checkpoint_ns: str = "") -> list[CheckpointView]:
+def checkpoint_views(source: Source, thread_id: str, checkpoint_ns: str = "") -> list[CheckpointView]:
     """Every checkpoint of ``thread_id`` (in ``checkpoint_ns``, default the root), oldest first."""
     saver = saver_of(source)
     graph = source if source is not saver else None
@@ -150,7 +170,7 @@ def checkpoint_views(source: Any, thread_id: str, checkpoint_ns: str = "") -> li
             thread_id=thread_id, label=label, index=index, total=len(tuples),
             step=t.metadata.get("step"), source=t.metadata.get("source"), next=pending,
             parent=labels.get(checkpoint_id(t.parent_config)), children=tuple(children[label]),
-            values=tuple((str(k), value_lines(str(k), v)) for k, v in sorted(values.items(), key=lambda kv: str(kv[0]))),
+            values=tuple((str(k), value_lines(str(k), v)) for k, v in sorted(values.items(), key=_key_text)),
             internal=tuple(sorted(k for k in channels if k.startswith(INTERNAL_PREFIXES))),
             pending_writes=tuple(writes), metadata=metadata, is_head=label == head))
     return views
@@ -179,7 +199,8 @@ def render_html(view: CheckpointView) -> str:
     esc = html.escape
 
     def row(name: str, content: str) -> str:
-        return f"<tr><th style='text-align:left;vertical-align:top;padding-right:1em'>{esc(name)}</th><td>{content}</td></tr>"
+        head = f"<th style='text-align:left;vertical-align:top;padding-right:1em'>{esc(name)}</th>"
+        return f"<tr>{head}<td>{content}</td></tr>"
 
     def pre(text: str) -> str:
         return f"<pre style='margin:0'>{esc(text)}</pre>"
@@ -210,20 +231,30 @@ def render_listing(views: Sequence[CheckpointView], selected: str | None = None)
 
 
 class _ExplorerBase:
-    """The state machine of the explorer, without any widget (unit-testable)."""
+    """The state machine of the explorer, without any widget (unit-testable).
 
-    def __init__(self, source: Any, thread_id: str | None = None) -> None:
+    It reads the saver once (a snapshot of every thread) and then only moves through that
+    snapshot; :meth:`refresh` reads the saver again.
+    """
+
+    def __init__(self, source: Source, thread_id: str | None = None, checkpoint: str | None = None) -> None:
         self.source = source
-        self.threads = threads_in(source)
+        self._read()
         if thread_id is not None and thread_id not in self.threads:
             raise ValueError(f"thread {thread_id!r} has no checkpoints here; threads: {self.threads}")
         self.thread_id = thread_id or (self.threads[0] if self.threads else None)
         self.views: list[CheckpointView] = []
         self.selected: str | None = None
-        self._load()
+        self._show_thread()
+        if checkpoint is not None:
+            _ExplorerBase.select(self, checkpoint)
 
-    def _load(self) -> None:
-        self.views = checkpoint_views(self.source, self.thread_id) if self.thread_id else []
+    def _read(self) -> None:
+        self.threads = threads_in(self.source)
+        self._snapshot = {thread: checkpoint_views(self.source, thread) for thread in self.threads}
+
+    def _show_thread(self) -> None:
+        self.views = self._snapshot.get(self.thread_id, []) if self.thread_id else []
         heads = [v.label for v in self.views if v.is_head]
         self.selected = heads[0] if heads else None
 
@@ -232,12 +263,14 @@ class _ExplorerBase:
         return next((v for v in self.views if v.label == self.selected), None)
 
     def select_thread(self, thread_id: str) -> None:
+        """Show ``thread_id`` (from the snapshot), at its head."""
         if thread_id not in self.threads:
             raise ValueError(f"unknown thread {thread_id!r}; threads: {self.threads}")
         self.thread_id = thread_id
-        self._load()
+        self._show_thread()
 
     def select(self, label: str) -> None:
+        """Show checkpoint ``label`` of the current thread (what the slider does)."""
         if label not in [v.label for v in self.views]:
             raise ValueError(f"no checkpoint {label!r} in thread {self.thread_id!r}")
         self.selected = label
@@ -247,11 +280,11 @@ class _ExplorerBase:
             self.select(self.view.parent)
 
     def refresh(self) -> None:
-        """Re-read the saver (after new runs), keeping thread and selection when possible."""
+        """Read the saver again (after new runs), keeping thread and selection when possible."""
         thread, selected = self.thread_id, self.selected
-        self.threads = threads_in(self.source)
+        self._read()
         self.thread_id = thread if thread in self.threads else (self.threads[0] if self.threads else None)
-        self._load()
+        self._show_thread()
         if selected in [v.label for v in self.views] and self.thread_id == thread:
             self.selected = selected
 
@@ -267,26 +300,38 @@ class _ExplorerBase:
         return (f"CheckpointExplorer(threads={len(self.threads)}, thread={self.thread_id!r}, "
                 f"checkpoint={self.selected!r}, of={len(self.views)})")
 
+    def fallback_note(self) -> str:
+        """The plain text shown above the widget: what it shows, and what to do if it does not render."""
+        where = (f"thread {self.thread_id!r} at {self.selected} ({len(self.views)} checkpoints)"
+                 if self.view else "no checkpoints")
+        return (f"Checkpoint explorer: {where}.\n"
+                "No widget below, or 'Error displaying widget: model not found'? Re-run this cell to get the "
+                "interactive explorer (a saved notebook keeps no live widgets).")
+
 
 class CheckpointExplorer(_ExplorerBase, widgets.VBox):
-    """The widget: thread dropdown, checkpoint slider, a parent button, and the HTML view.
+    """The widget: thread dropdown, checkpoint slider, parent and re-read buttons, and the HTML view.
 
-    Its repr (the text a notebook stores) is a stable one-line summary.
+    Displayed, it shows a plain-text note first (:meth:`fallback_note`), then itself. Its
+    repr (the text a notebook stores for the widget) is a stable one-line summary.
     """
 
-    def __init__(self, source: Any, thread_id: str | None = None) -> None:
+    def __init__(self, source: Source, thread_id: str | None = None, checkpoint: str | None = None) -> None:
         widgets.VBox.__init__(self)
         self._updating = False
-        _ExplorerBase.__init__(self, source, thread_id)
+        _ExplorerBase.__init__(self, source, thread_id, checkpoint)
         self._thread_box = widgets.Dropdown(description="thread", options=self.threads, value=self.thread_id)
         self._slider = widgets.SelectionSlider(description="checkpoint", options=[""], continuous_update=False)
         self._parent_button = widgets.Button(description="go to parent", icon="arrow-up")
+        self._reread_button = widgets.Button(description="re-read saver", icon="refresh",
+                                             tooltip="this explorer shows the saver as it was; read it again")
         self._listing = widgets.HTML()
         self._pane = widgets.HTML()
         self._thread_box.observe(self._on_thread, names="value")
         self._slider.observe(self._on_slider, names="value")
         self._parent_button.on_click(lambda _: self.go_parent())
-        self.children = [widgets.HBox([self._thread_box, self._slider, self._parent_button]),
+        self._reread_button.on_click(lambda _: self.refresh())
+        self.children = [widgets.HBox([self._thread_box, self._slider, self._parent_button, self._reread_button]),
                          self._listing, self._pane]
         self._sync()
 
@@ -328,22 +373,37 @@ class CheckpointExplorer(_ExplorerBase, widgets.VBox):
         _ExplorerBase.refresh(self)
         self._sync()
 
+    def display_bundles(self) -> list[dict[str, Any]]:
+        """What displaying the explorer publishes: the plain-text note, then the widget itself."""
+        return [{"text/plain": self.fallback_note()}, self._repr_mimebundle_()]
+
+    def _ipython_display_(self) -> None:
+        for bundle in self.display_bundles():
+            display(bundle, raw=True)
+
     def __repr__(self) -> str:
         return self.summary()
 
 
-def explore(source: Any, thread_id: str | None = None) -> CheckpointExplorer:
+def explore(source: Source, thread_id: str | None = None, checkpoint: str | None = None) -> CheckpointExplorer:
     """The interactive explorer for a saver or a compiled graph (any chapter, any saver).
 
-    Display it as a cell's last expression. Its text repr is a stable one-line summary;
-    print ``explorer.text()`` for the selected checkpoint as text (nbval compares text,
-    not widget views). ``explorer.select("C4")`` / ``select_thread(...)`` drive it from code.
+    It shows ``thread_id`` (default: the first thread) at ``checkpoint`` (a label such as
+    ``"C4"``; default: the thread's head), from a snapshot of the saver taken now. Display
+    it as a cell's last expression. Print ``.text()`` for the selected checkpoint as text
+    (nbval compares text, not widget views). ``.select("C4")`` / ``.select_thread(...)``
+    drive it from code; a cell that wants another view should make its own explorer.
     """
-    return CheckpointExplorer(source, thread_id)
+    return CheckpointExplorer(source, thread_id, checkpoint)
 
 
 def _is_message(value: Any) -> bool:
-    return hasattr(value, "type") and hasattr(value, "content") and type(value).__name__.endswith(("Message", "MessageChunk"))
+    named_like_one = type(value).__name__.endswith(("Message", "MessageChunk"))
+    return hasattr(value, "type") and hasattr(value, "content") and named_like_one
+
+
+def _key_text(item: tuple[Any, Any]) -> str:
+    return str(item[0])
 
 
 def _message_text(message: Any) -> str:

@@ -22,8 +22,12 @@ config of a labelled checkpoint for ``invoke`` / ``update_state``.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any
+
+from langgraph.graph.state import CompiledStateGraph
+from matplotlib.axes import Axes
 
 from .checkpoints import checkpoint_id, label_ids, thread_config
 
@@ -69,7 +73,7 @@ class HistoryTree:
     def __len__(self) -> int:
         return len(self.nodes)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[TreeNode]:
         return iter(self.nodes.values())
 
     @property
@@ -136,7 +140,7 @@ class HistoryTree:
         return ",".join(names) or "-"
 
 
-def history_tree(graph: Any, config: Mapping[str, Any]) -> HistoryTree:
+def history_tree(graph: CompiledStateGraph, config: Mapping[str, Any]) -> HistoryTree:
     """Read the whole history of the thread in ``config`` (any checkpoint_id is ignored).
 
     ``graph`` is a compiled graph with a checkpointer. The head is what
@@ -223,7 +227,8 @@ def format_branches(tree: HistoryTree) -> str:
     return "\n".join(lines)
 
 
-def plot_history_tree(graph: Any, config: Mapping[str, Any] | None = None, *, ax: Any = None,
+def plot_history_tree(graph: CompiledStateGraph | HistoryTree, config: Mapping[str, Any] | None = None, *,
+                      ax: Axes | None = None,
                       figsize: tuple[float, float] = (7, 3), title: str | None = None,
                       show_edges: bool = True) -> HistoryTree:
     """Draw the thread's checkpoint tree (x = step, one row per branch) and print its edges.
@@ -269,12 +274,13 @@ def plot_history_tree(graph: Any, config: Mapping[str, Any] | None = None, *, ax
     return tree
 
 
-def config_of(graph: Any, config: Mapping[str, Any], label: str) -> dict[str, Any]:
+def config_of(graph: CompiledStateGraph, config: Mapping[str, Any], label: str) -> dict[str, Any]:
     """The config of checkpoint ``label`` (``C0``, ``C1``, ...) of the thread in ``config``."""
     return history_tree(graph, config).config(label)
 
 
-def labels_of(graph: Any, config: Mapping[str, Any], configs: Iterable[Mapping[str, Any] | None]) -> list[str | None]:
+def labels_of(graph: CompiledStateGraph, config: Mapping[str, Any],
+              configs: Iterable[Mapping[str, Any] | None]) -> list[str | None]:
     """Labels of several configs at once (e.g. what ``update_state`` returned)."""
     tree = history_tree(graph, config)
     return [tree.label_of(c) for c in configs]

@@ -7,9 +7,27 @@ from typing import Any
 
 from .protocol import Fail, call_answer, exercise, expect_type
 
-# -- 08.1: a → b → c → d → e, node d crashes the process, durability="sync" -----------------
-SYNC_CRASH_STEPS = [-1, 0, 1, 2, 3]
-SYNC_CRASH_RESUME = ["d", "e"]
+# -- 08.1: a line of nodes, durability="sync", one node crashes the process ------------------
+# (line, crash node) cases the check runs; the first is the chapter's own experiment.
+SYNC_CRASH_CASES = [
+    (("a", "b", "c", "d"), "c"),
+    (("a", "b", "c", "d", "e"), "d"),
+    (("search", "hold", "charge", "confirm", "notify", "archive"), "charge"),
+    (("x", "y"), "x"),
+    (("fetch", "price", "book"), "book"),
+]
+
+
+def sync_crash_truth(nodes: tuple[str, ...], crash_at: str) -> tuple[list[int], list[str]]:
+    """Steps on disk and the nodes a resume runs, after a crash in ``crash_at`` under "sync".
+
+    Step -1 is the input, step 0 the checkpoint after ``__start__``, step k+1 the one after
+    the k-th node (from 0). Sync saved every checkpoint before the next step started, so the
+    latest is the one the crashing node was planned from; the resume starts at that node.
+    (tests/helpers/test_durability_experiments.py checks this against real crashes.)
+    """
+    position = nodes.index(crash_at)
+    return list(range(-1, position + 1)), list(nodes[position:])
 
 
 def _as_list(value: Any, what: str) -> list:
@@ -18,29 +36,42 @@ def _as_list(value: Any, what: str) -> list:
 
 
 @exercise("08.1")
-def sync_crash_survivors(saved_steps, resume_runs):
-    steps = _as_list(saved_steps, "the steps on disk, e.g. [-1, 0]")
-    runs = _as_list(resume_runs, "the nodes invoke(None, config) runs, in order, e.g. ['a']")
-    for step in steps:
-        expect_type(step, int, "each step is an int")
-    if sorted(steps) != steps:
-        raise Fail("list the steps in increasing order, from the oldest checkpoint")
-    if -1 not in steps:
-        raise Fail("the input checkpoint is missing: invoke writes step -1 (source 'input') before any node runs")
-    if 4 in steps:
-        raise Fail("step 4 would be the checkpoint after d finished, but d never finished: it crashed")
-    if steps != SYNC_CRASH_STEPS:
-        raise Fail("one checkpoint per finished super-step: step -1 (input), step 0 (after __start__), "
-                   "then one after each of a, b, c; sync saves each before the next step starts")
-    if any(not isinstance(n, str) for n in runs):
-        raise Fail("resume_runs holds node names as strings, e.g. ['a', 'b']")
-    if runs[:1] == ["e"]:
-        raise Fail("d crashed before its write was saved, so nothing of d is on disk: the resume runs d again")
-    if any(n in ("a", "b", "c") for n in runs):
-        raise Fail("sync saved the checkpoint after c before d started: a, b and c do not run again")
-    if runs != SYNC_CRASH_RESUME:
-        raise Fail("the resume starts at the node the latest checkpoint names in `next`, then goes on to the end")
-    return "sync kept every finished step; only the crashed node and what follows run again"
+def check_sync_crash_outcome(func):
+    for nodes, crash_at in SYNC_CRASH_CASES:
+        case = f"nodes={list(nodes)}, crash_at={crash_at!r}"
+        got = call_answer(func, list(nodes), crash_at, what="sync_crash_outcome(nodes, crash_at)", case=case)
+        pair = _as_list(got, "a pair: (the steps on disk, the nodes the resume runs)")
+        if len(pair) != 2:
+            raise Fail(f"return a pair (steps, nodes), got {len(pair)} items for {case}")
+        steps = _as_list(pair[0], "the steps on disk, e.g. [-1, 0]")
+        runs = _as_list(pair[1], "the nodes invoke(None, config) runs, in order, e.g. ['a']")
+        if any(isinstance(step, bool) or not isinstance(step, int) for step in steps):
+            raise Fail("each step is an int, e.g. [-1, 0, 1]")
+        if any(not isinstance(node, str) for node in runs):
+            raise Fail("the nodes are names (strings), e.g. ['c', 'd']")
+        want_steps, want_runs = sync_crash_truth(nodes, crash_at)
+        position = nodes.index(crash_at)
+        if steps != sorted(steps):
+            raise Fail("list the steps in increasing order, from the oldest checkpoint")
+        if -1 not in steps:
+            raise Fail("the input checkpoint is missing: invoke writes step -1 (source 'input') before any node runs")
+        if steps and steps[-1] == position + 1:
+            raise Fail(f"for {case}: step {position + 1} would be the checkpoint after {crash_at!r} finished, "
+                       f"but {crash_at!r} never finished: it crashed")
+        if steps != want_steps:
+            raise Fail(f"for {case}: one checkpoint per finished super-step: step -1 (input), step 0 (after "
+                       "__start__), then one after each node that finished; sync saves each before the next step")
+        if runs[:1] != [crash_at]:
+            if crash_at not in runs:
+                raise Fail(f"for {case}: {crash_at!r} crashed before its write was saved, so nothing of it is on "
+                           "disk: the resume runs it again")
+            raise Fail(f"for {case}: sync saved the checkpoint {crash_at!r} was planned from before it started: "
+                       "the nodes before it do not run again")
+        if runs != want_runs:
+            raise Fail(f"for {case}: the resume starts at the node the latest checkpoint names in `next`, then "
+                       "goes on to the end of the line")
+    return (f"right for {len(SYNC_CRASH_CASES)} lines and crash points: "
+            "sync repeats only the crashed node and what follows")
 
 
 # -- 08.2: choose a mode per requirement ----------------------------------------------------
@@ -56,7 +87,7 @@ MODE_HINTS = {
 
 
 @exercise("08.2")
-def choose_modes(answer):
+def check_mode_choices(answer):
     expect_type(answer, dict, "scenario name -> 'sync', 'async' or 'exit'")
     missing = sorted(set(MODE_CHOICES) - set(answer))
     if missing:
@@ -68,7 +99,8 @@ def choose_modes(answer):
                        "and behave like 'async', so spell it exactly: 'sync', 'async' or 'exit'")
     wrong = [s for s in sorted(MODE_CHOICES) if answer[s] != MODE_CHOICES[s]]
     if wrong:
-        raise Fail(f"{len(wrong)} of 3 are off; {wrong[0]}: {MODE_HINTS[wrong[0]]}")
+        verb = "is" if len(wrong) == 1 else "are"
+        raise Fail(f"{len(wrong)} of 3 {verb} off; {wrong[0]}: {MODE_HINTS[wrong[0]]}")
     return "each requirement matched to the mode whose save timing fits it"
 
 
@@ -94,7 +126,7 @@ def _close(got, expected) -> bool:
 
 
 @exercise("08.3")
-def ratios_to_sync(func):
+def check_ratios_to_sync(func):
     for samples in HIDDEN_SAMPLES:
         copy = {mode: list(values) for mode, values in samples.items()}
         got = call_answer(func, copy, what="ratios_to_sync(samples)")
@@ -122,22 +154,37 @@ def ratios_to_sync(func):
 
 
 # -- 08.4: which modes fit what was found after a crash --------------------------------------
-CONSISTENT_WITH_EMPTY_FILE = {"async", "exit"}
+# Two findings after a crash in node c of a -> b -> c -> d (the chapter's experiment).
+POSSIBLE_MODES = {
+    "clean": {"sync", "async"},  # steps -1..2 on disk, the recovery runs c and d
+    "partial": {"async"},  # steps -1 and 0 plus a's pending write, the recovery runs b, c and d
+}
+EXIT_HINT = "exit saves nothing until the run ends, and a crash ends nothing cleanly: its file is empty"
 
 
 @exercise("08.4")
-def diagnose_empty_file(answer):
-    expect_type(answer, (set, frozenset, list, tuple), "the set of modes that could explain the file")
-    modes = set(answer)
-    unknown = sorted(m for m in modes if m not in ("sync", "async", "exit"))
-    if unknown:
-        raise Fail(f"{unknown} is not a durability mode; choose from 'sync', 'async', 'exit'")
-    if "sync" in modes:
-        raise Fail("sync waits for every save before the next step: a, b and c ran, so steps -1 to 2 "
-                   "would be on disk")
-    if "exit" not in modes:
-        raise Fail("exit saves nothing until the run ends, and a crash ends nothing cleanly: it fits")
-    if "async" not in modes:
-        raise Fail("async fits too: its saves run on a background thread, and with a slow saver the crash can "
-                   "come before even the input checkpoint is written (the async row above shows no kept steps)")
-    return "an empty file after a crash points to exit or async; sync would have kept the finished steps"
+def check_possible_modes(answer):
+    expect_type(answer, dict, "a dict: finding ('clean', 'partial') -> the set of modes that could explain it")
+    missing = sorted(set(POSSIBLE_MODES) - set(answer))
+    if missing:
+        raise Fail(f"missing finding(s) {missing}; the dict needs the keys {sorted(POSSIBLE_MODES)}")
+    for finding in ("clean", "partial"):
+        expect_type(answer[finding], (set, frozenset, list, tuple), f"the modes that could explain {finding!r}")
+        modes = set(answer[finding])
+        unknown = sorted(m for m in modes if m not in ("sync", "async", "exit"))
+        if unknown:
+            raise Fail(f"{finding!r}: {unknown} is not a durability mode; choose from 'sync', 'async', 'exit'")
+        if "exit" in modes:
+            raise Fail(f"{finding!r}: {EXIT_HINT}")
+    clean, partial = set(answer["clean"]), set(answer["partial"])
+    if "sync" in partial:
+        raise Fail("'partial': sync waits for each checkpoint before the next step starts, so with c running, "
+                   "steps -1 to 2 would all be on disk")
+    if "async" not in partial:
+        raise Fail("'partial': one mode saves in the background and can be caught half-way: which?")
+    if "sync" not in clean:
+        raise Fail("'clean': this is exactly what sync leaves: every finished step, and the recovery runs c and d")
+    if "async" not in clean:
+        raise Fail("'clean': async fits too. Its saves race the nodes; when the background thread happens to finish "
+                   "every finished step before c strikes, the file looks like sync's (the range of outcomes above)")
+    return "a clean file does not prove sync; a half-saved one points to async; exit leaves nothing"

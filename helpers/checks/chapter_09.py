@@ -9,7 +9,8 @@ the learner's function on several shapes of history, including branches.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Callable, Mapping, TypedDict
+from collections.abc import Callable, Mapping
+from typing import Any, TypedDict
 
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
@@ -25,7 +26,7 @@ EXPECTED_REPLAY = {"C9": ("fork", 4, "C4"), "C10": ("loop", 5, "C9"), "messages"
 
 
 @exercise("09.1")
-def predict_replay(answer: Any) -> str:
+def check_replay_prediction(answer: Any) -> str:
     expect_type(answer, dict, "the prediction: 'C9', 'C10', 'messages', 'reply_calls'")
     missing = [k for k in EXPECTED_REPLAY if k not in answer]
     if missing:
@@ -33,7 +34,8 @@ def predict_replay(answer: Any) -> str:
     for label in ("C9", "C10"):
         value = answer[label]
         if not isinstance(value, (tuple, list)) or len(value) != 3:
-            raise Fail(f"{label!r} should be a (source, step, parent label) triple like ('loop', 2, 'C1'), got {value!r}")
+            raise Fail(f"{label!r} should be a (source, step, parent label) triple like ('loop', 2, 'C1'), "
+                       f"got {value!r}")
     triples = {label: tuple(answer[label]) for label in ("C9", "C10")}
     fork = triples["C9"]
     if fork == ("loop", 4, "C4"):
@@ -45,14 +47,16 @@ def predict_replay(answer: Any) -> str:
     if fork[2] != "C4":
         raise Fail(f"C9's parent {fork[2]!r} is off: the copy's parent is the checkpoint you replay from")
     if fork[1] != 4:
-        raise Fail(f"C9's step {fork[1]!r} is off: every new checkpoint's step is its parent's step + 1 (C4 has step 3)")
+        raise Fail(f"C9's step {fork[1]!r} is off: every new checkpoint's step is its parent's step + 1 "
+                   "(C4 has step 3)")
     rerun = triples["C10"]
     if rerun[2] == "C4":
         raise Fail("C10's parent is not C4: the re-run chains from the fork copy, not from the old checkpoint")
     if rerun[2] != "C9":
         raise Fail(f"C10's parent {rerun[2]!r} is off: the re-run starts from the newest checkpoint of the replay")
     if rerun[0] != "loop":
-        raise Fail(f"C10's source {rerun[0]!r} is off: a checkpoint written after a node ran inside a run is a 'loop' checkpoint")
+        raise Fail(f"C10's source {rerun[0]!r} is off: a checkpoint written after a node ran inside a run "
+                   "is a 'loop' checkpoint")
     if rerun[1] != 5:
         raise Fail(f"C10's step {rerun[1]!r} is off: its parent C9 has step 4, and each edge adds 1")
     messages = answer["messages"]
@@ -65,7 +69,8 @@ def predict_replay(answer: Any) -> str:
     calls = answer["reply_calls"]
     expect_type(calls, int, "how many times reply runs")
     if calls == 0:
-        raise Fail("reply_calls 0: a replay re-executes the nodes after the checkpoint; it does not reuse the stored answer")
+        raise Fail("reply_calls 0: a replay re-executes the nodes after the checkpoint; "
+                   "it does not reuse the stored answer")
     if calls != 1:
         raise Fail(f"reply_calls {calls} is off: only nodes after C4 run, and the run stops at END of that turn")
     return "fork copy first, then the re-run; the third turn stays on the old branch"
@@ -140,7 +145,7 @@ def _regenerate_scenarios() -> list[tuple[str, _Drafts]]:
 
 
 @exercise("09.2")
-def regenerate(func: Any) -> str:
+def check_regenerate_from(func: Any) -> str:
     for name, case in _regenerate_scenarios():
         graph, config = case.graph, _config("t")
         head = graph.get_state(config)
@@ -150,14 +155,16 @@ def regenerate(func: Any) -> str:
         label = tree.label_of(chosen) if isinstance(chosen.get("configurable"), Mapping) else None
         if label is None:
             raise Fail(f"on {name}: return the config of one checkpoint (it carries a checkpoint_id), e.g. "
-                       "node.config from history_tree(...).branch(); without a checkpoint_id invoke continues from the head")
+                       "node.config from history_tree(...).branch(); without a checkpoint_id invoke continues "
+                       "from the head")
         picked = tree[label]
         if picked.next == ():
             raise Fail(f"on {name}: {label} has next == (): the answer is already in it and nothing is left to run; "
                        "go back along the parents to the checkpoint whose next is ('reply',)")
         if picked.next == ("__start__",):
             raise Fail(f"on {name}: {label} is an input checkpoint (next == ('__start__',)); replaying from it "
-                       "re-runs the input step too; take the checkpoint right before the answer, whose next is ('reply',)")
+                       "re-runs the input step too; take the checkpoint right before the answer, whose next is "
+                       "('reply',)")
         if picked.next != ("reply",):
             raise Fail(f"on {name}: at {label} next is {picked.next}: reply already ran there; "
                        "look further back along the parents for next == ('reply',)")
@@ -250,7 +257,7 @@ def _audit_scenarios() -> list[tuple[str, _SeatGraph]]:
 
 
 @exercise("09.3")
-def audit(func: Any) -> str:
+def check_entered_at(func: Any) -> str:
     for name, case in _audit_scenarios():
         graph, config = case.graph, _config("t")
         tree = history_tree(graph, config)

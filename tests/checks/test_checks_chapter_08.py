@@ -4,7 +4,7 @@ import statistics
 
 import pytest
 
-from helpers.checks import NOT_ATTEMPTED, PASSED, evaluate
+from helpers.checks import PASSED, evaluate
 
 
 def _mean_ratios(samples):
@@ -31,19 +31,67 @@ def _raises(samples):
     return 1 / 0
 
 
+# -- 08.1: realistic wrong functions ---------------------------------------------------------
+def _sync_outcome(nodes, crash_at):
+    position = list(nodes).index(crash_at)
+    return list(range(-1, position + 1)), list(nodes[position:])
+
+
+def _no_input_step(nodes, crash_at):
+    steps, runs = _sync_outcome(nodes, crash_at)
+    return steps[1:], runs
+
+
+def _counts_the_crashed_node(nodes, crash_at):
+    steps, runs = _sync_outcome(nodes, crash_at)
+    return steps + [steps[-1] + 1], runs
+
+
+def _one_step_short(nodes, crash_at):
+    steps, runs = _sync_outcome(nodes, crash_at)
+    return steps[:-1], runs
+
+
+def _skips_the_crashed_node(nodes, crash_at):
+    steps, runs = _sync_outcome(nodes, crash_at)
+    return steps, runs[1:]
+
+
+def _reruns_everything(nodes, crash_at):
+    steps, _ = _sync_outcome(nodes, crash_at)
+    return steps, list(nodes)
+
+
+def _newest_first(nodes, crash_at):
+    steps, runs = _sync_outcome(nodes, crash_at)
+    return steps[::-1], runs
+
+
+def _only_the_chapters_line(nodes, crash_at):
+    return [-1, 0, 1, 2], ["c", "d"]
+
+
+def _stops_at_the_crash(nodes, crash_at):
+    steps, _ = _sync_outcome(nodes, crash_at)
+    return steps, [crash_at]
+
+
 WRONG_ANSWERS = {
     "08.1": [
-        (([0, 1, 2, 3], ["d", "e"]), "input checkpoint"),
-        (([-1, 0, 1, 2, 3, 4], ["d", "e"]), "d never finished"),
-        (([-1, 0, 1, 2], ["d", "e"]), "one checkpoint per finished super-step"),
-        (([-1, 0, 1, 2, 3], ["e"]), "runs d again"),
-        (([-1, 0, 1, 2, 3], ["a", "b", "c", "d", "e"]), "do not run again"),
-        (([3, 2, 1, 0, -1], ["d", "e"]), "increasing order"),
-        (("-1,0,1,2,3", ["d", "e"]), "expected a list or tuple"),
+        ((_no_input_step,), "input checkpoint"),
+        ((_counts_the_crashed_node,), "never finished"),
+        ((_one_step_short,), "one checkpoint per finished super-step"),
+        ((_skips_the_crashed_node,), "runs it again"),
+        ((_reruns_everything,), "do not run again"),
+        ((_newest_first,), "increasing order"),
+        ((_only_the_chapters_line,), "one checkpoint per finished super-step"),
+        ((_stops_at_the_crash,), "goes on to the end"),
+        ((lambda nodes, crash_at: "-1,0,1,2",), "expected a list or tuple"),
+        ((lambda nodes, crash_at: nodes.index("zz"),), "raised ValueError"),
     ],
     "08.2": [
         (({"booking": "sync", "reprice": "sync", "chat": "sync"},), "2 of 3 are off; chat"),
-        (({"booking": "async", "reprice": "exit", "chat": "async"},), "booking"),
+        (({"booking": "async", "reprice": "exit", "chat": "async"},), "1 of 3 is off; booking"),
         (({"booking": "sync", "reprice": "exit", "chat": "exit"},), "chat"),
         (({"booking": "Sync", "reprice": "exit", "chat": "async"},), "not a durability mode"),
         (({"booking": "sync", "reprice": "exit"},), "missing scenario"),
@@ -60,20 +108,25 @@ WRONG_ANSWERS = {
         ((42,), "expected a function"),
     ],
     "08.4": [
-        (({"exit"},), "async fits too"),
-        (({"async"},), "exit saves nothing"),
-        (({"sync", "async", "exit"},), "sync waits"),
-        (({"async", "exit", "fast"},), "not a durability mode"),
-        (("exit",), "expected a set"),
+        (({"clean": {"sync"}, "partial": {"async"}},), "async fits too"),
+        (({"clean": {"sync", "async"}, "partial": {"async", "exit"}},), "exit saves nothing"),
+        (({"clean": {"sync", "async", "exit"}, "partial": {"async"}},), "exit saves nothing"),
+        (({"clean": {"sync", "async"}, "partial": {"sync", "async"}},), "sync waits"),
+        (({"clean": {"sync", "async"}, "partial": set()},), "which?"),
+        (({"clean": {"async"}, "partial": {"async"}},), "exactly what sync leaves"),
+        (({"clean": {"sync", "async"}, "partial": {"async", "fast"}},), "not a durability mode"),
+        (({"clean": {"sync", "async"}},), "missing finding"),
+        (({"clean": "sync", "partial": {"async"}},), "expected a set"),
+        (({"sync", "async"},), "expected a dict"),
     ],
 }
 
 SOLUTIONS = {
-    "08.1": ([-1, 0, 1, 2, 3], ["d", "e"]),
+    "08.1": (_sync_outcome,),
     "08.2": ({"booking": "sync", "reprice": "exit", "chat": "async"},),
     "08.3": (lambda samples: {m: round(statistics.median(v) / statistics.median(samples["sync"]), 2)
                               for m, v in samples.items()},),
-    "08.4": (["exit", "async"],),
+    "08.4": ({"clean": ["async", "sync"], "partial": ("async",)},),
 }
 
 
@@ -84,7 +137,7 @@ def test_right_answers_pass(exercise_id):
 
 
 def test_unrounded_ratios_and_tuples_are_accepted():
-    assert evaluate("08.1", (-1, 0, 1, 2, 3), ("d", "e")).status == PASSED
+    assert evaluate("08.1", lambda nodes, crash_at: tuple(map(tuple, _sync_outcome(nodes, crash_at)))).status == PASSED
     exact = lambda s: {m: statistics.median(v) / statistics.median(s["sync"]) for m, v in s.items()}  # noqa: E731
     assert evaluate("08.3", exact).status == PASSED
 

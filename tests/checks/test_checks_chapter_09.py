@@ -1,7 +1,7 @@
 """Wrong answers for chapter 09's exercises must fail with a hint (same shape as chapter 00)."""
 
 
-from helpers.checks import NOT_ATTEMPTED, PASSED, evaluate
+from helpers.checks import PASSED, evaluate
 from helpers.history_tree import history_tree
 
 RIGHT_PREDICTION = {"C9": ("fork", 4, "C4"), "C10": ("loop", 5, "C9"), "messages": 4, "reply_calls": 1}
@@ -71,7 +71,7 @@ def empty_string_when_fine(graph, config, is_bad):
 def one_too_early(graph, config, is_bad):
     branch = history_tree(graph, config).branch()
     entry = None
-    for parent, node in zip([None] + branch, branch):
+    for parent, node in zip([None, *branch[:-1]], branch, strict=True):
         if not is_bad(node.values):
             entry = None
         elif entry is None:

@@ -12,8 +12,18 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Interrupt, interrupt
 
 from helpers.explorer import (
-    CheckpointExplorer, CheckpointView, checkpoint_views, describe_views, explore, pending_from_channels,
-    render_html, render_listing, render_text, saver_of, short, threads_in,
+    CheckpointExplorer,
+    CheckpointView,
+    checkpoint_views,
+    describe_views,
+    explore,
+    pending_from_channels,
+    render_html,
+    render_listing,
+    render_text,
+    saver_of,
+    short,
+    threads_in,
 )
 from helpers.history_tree import history_tree
 from helpers.travel_graphs import build_chat_graph, say
@@ -102,7 +112,8 @@ def test_render_html_escapes_and_lists_fields(saver):
     view = checkpoint_views(saver, "booking-1")[0]
     page = render_html(view)
     assert "<table>" in page and "source / step" in page and "pending writes" in page
-    tricky = CheckpointView("<t>", "C0", 0, 1, -1, "input", (), None, (), (("k", "<b>x</b>"),), (), (), (("user", "<a>"),), True)
+    tricky = CheckpointView("<t>", "C0", 0, 1, -1, "input", (), None, (), (("k", "<b>x</b>"),), (), (),
+                            (("user", "<a>"),), True)
     page = render_html(tricky)
     assert "<b>x</b>" not in page and "&lt;b&gt;x&lt;/b&gt;" in page and "&lt;a&gt;" in page
 
@@ -197,15 +208,50 @@ def test_widget_follows_selection_parent_and_thread(saver):
         explorer.select_thread("nope")
 
 
-def test_widget_refresh_sees_new_checkpoints_and_keeps_selection(saver):
+def test_an_explorer_is_a_snapshot_until_refreshed(saver):
     explorer = explore(saver, "trip-1")
     explorer.select("C3")
     say(build_chat_graph(saver), "trip-1", "Thanks!")
     say(build_chat_graph(saver), "trip-2", "Hello")
-    explorer.refresh()
+    explorer.select_thread("booking-1")
+    explorer.select_thread("trip-1")  # back again: still the snapshot, at its head
+    assert (explorer.selected, len(explorer.views), explorer.threads) == ("C7", 8, ["booking-1", "trip-1"])
+    explorer.select("C3")
+    explorer._reread_button.click()  # what the "re-read saver" button does
     assert explorer.selected == "C3" and len(explorer.views) == 11
     assert explorer.threads == ["booking-1", "trip-1", "trip-2"]
     assert list(explorer._thread_box.options) == explorer.threads
+
+
+def test_each_explorer_keeps_showing_what_its_cell_asked_for(saver):
+    """Issue 14 item 8: a later cell's explorer never moves an earlier cell's widget."""
+    first = explore(saver, "trip-1")
+    second = explore(saver, "trip-1", "C4")
+    third = explore(saver, "booking-1", "C2")
+    third.select("C1")
+    say(build_chat_graph(saver), "trip-1", "Thanks!")  # the saver moves on, as later cells do
+    assert (first.thread_id, first.selected, first._slider.value, len(first.views)) == ("trip-1", "C7", "C7", 8)
+    assert first.fallback_note().splitlines()[0] == "Checkpoint explorer: thread 'trip-1' at C7 (8 checkpoints)."
+    assert (second.selected, second._slider.value) == ("C4", "C4")
+    assert second.text().splitlines()[1].startswith("thread 'trip-1' · C4 · checkpoint 5 of 8")
+    with pytest.raises(ValueError, match="no checkpoint 'C42'"):
+        explore(saver, "trip-1", "C42")
+
+
+def test_displaying_an_explorer_shows_a_plain_text_fallback_first(saver, monkeypatch):
+    """Issue 14 item 7: a saved and reopened notebook has no live widget; the text says what to do."""
+    explorer = explore(saver, "trip-1", "C4")
+    note, widget = explorer.display_bundles()
+    assert note == {"text/plain": explorer.fallback_note()}
+    assert "Re-run this cell to get the interactive explorer" in note["text/plain"]
+    assert "model not found" in note["text/plain"] and "thread 'trip-1' at C4 (8 checkpoints)" in note["text/plain"]
+    assert widget["text/plain"] == repr(explorer)
+    assert widget["application/vnd.jupyter.widget-view+json"]["model_id"] == explorer.model_id
+    shown = []
+    monkeypatch.setattr("helpers.explorer.display", lambda bundle, raw: shown.append((bundle, raw)))
+    explorer._ipython_display_()
+    assert shown == [(note, True), (widget, True)]
+    assert explore(InMemorySaver()).fallback_note().startswith("Checkpoint explorer: no checkpoints.\n")
 
 
 def test_widget_on_an_empty_saver_and_unknown_thread():

@@ -13,8 +13,15 @@ from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
 from langgraph.graph import END, START, StateGraph  # noqa: E402
 
 from helpers.history_tree import (  # noqa: E402
-    HistoryTree, assign_lanes, config_of, format_branches, format_edges, history_tree, labels_of,
-    lane_names, plot_history_tree,
+    HistoryTree,
+    assign_lanes,
+    config_of,
+    format_branches,
+    format_edges,
+    history_tree,
+    labels_of,
+    lane_names,
+    plot_history_tree,
 )
 from helpers.travel_graphs import build_chat_graph, say  # noqa: E402
 
