@@ -12,7 +12,8 @@ The node is ``async`` on purpose: when the server cancels a run (the ``interrupt
 lands. A blocking ``time.sleep`` loop would keep running in its thread.
 
 Served with :func:`helpers.servers.agent_server` as ``{"gated": GATED_GRAPH_SPEC}``
-(compiled without a checkpointer: the server brings its own persistence).
+(compiled without a checkpointer: the server brings its own persistence). The graph, its
+node and its state are shown, then saved, in chapter 12.
 """
 
 from __future__ import annotations
@@ -21,9 +22,11 @@ import asyncio
 import operator
 import time
 from pathlib import Path
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, TypedDict
 
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
 
 GATE_FILE = "open"
 POLL_SECONDS = 0.01  # how often the waiting node looks for the gate file
@@ -45,10 +48,11 @@ def open_gate(gate: str | Path) -> None:
 
 
 def gate_is_open(gate: str | Path) -> bool:
+    """Has someone opened ``gate`` (a directory)?"""
     return (Path(gate) / GATE_FILE).exists()
 
 
-async def wait_at_gate(state: GatedState) -> dict[str, Any]:
+async def wait_at_gate(state: GatedState) -> dict[str, list[str]]:
     """Wait until the gate is open (at most MAX_WAIT_SECONDS), then record this run."""
     deadline = time.monotonic() + MAX_WAIT_SECONDS
     while not gate_is_open(state["gate"]):
@@ -58,7 +62,7 @@ async def wait_at_gate(state: GatedState) -> dict[str, Any]:
     return {"done": [f"{state.get('label', 'run')} finished"]}
 
 
-def build_gated_graph(checkpointer: Any = None) -> Any:
+def build_gated_graph(checkpointer: BaseCheckpointSaver | None = None) -> CompiledStateGraph:
     """START -> wait_at_gate -> END."""
     builder = StateGraph(GatedState)
     builder.add_node("wait_at_gate", wait_at_gate)

@@ -22,7 +22,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from langgraph_sdk.client import SyncLangGraphClient
 from langgraph_sdk.errors import ConflictError, NotFoundError
+from langgraph_sdk.schema import Run
 
 from .appendix_graphs import open_gate
 
@@ -32,7 +34,7 @@ DELETED = "deleted (404)"
 REFUSED = "refused (409)"
 
 
-def run_status(client: Any, run: dict[str, Any] | None) -> str:
+def run_status(client: SyncLangGraphClient, run: Run | None) -> str:
     """The run's status now; ``deleted (404)`` when the server no longer has it."""
     if run is None:
         return REFUSED
@@ -42,7 +44,7 @@ def run_status(client: Any, run: dict[str, Any] | None) -> str:
         return DELETED
 
 
-def wait_until_running(client: Any, run: dict[str, Any], timeout: float = 30.0) -> None:
+def wait_until_running(client: SyncLangGraphClient, run: Run, timeout: float = 30.0) -> None:
     """Poll until ``run`` is ``running``; raise if it ends first or never starts."""
     deadline = time.monotonic() + timeout
     while True:
@@ -59,11 +61,11 @@ def wait_until_running(client: Any, run: dict[str, Any], timeout: float = 30.0) 
 class BusyThreadExperiment:
     """One strategy, in three phases: :meth:`start`, :meth:`send_later_runs`, :meth:`finish`."""
 
-    def __init__(self, client: Any, strategy: str, gate: str | Path, *,
+    def __init__(self, client: SyncLangGraphClient, strategy: str, gate: str | Path, *,
                  labels: tuple[str, ...] = ("first", "second"), graph: str = "gated") -> None:
         self.client, self.strategy, self.gate, self.labels, self.graph = client, strategy, Path(gate), labels, graph
         self.thread_id: str | None = None
-        self.runs: list[dict[str, Any] | None] = []
+        self.runs: list[Run | None] = []
 
     def start(self) -> BusyThreadExperiment:
         """Create the thread and its first run (it may wait in the server's queue)."""
@@ -107,7 +109,7 @@ class BusyThreadExperiment:
         }
 
 
-def busy_thread_experiment(client: Any, strategy: str, gate: str | Path, *,
+def busy_thread_experiment(client: SyncLangGraphClient, strategy: str, gate: str | Path, *,
                            labels: tuple[str, ...] = ("first", "second"), graph: str = "gated") -> dict[str, Any]:
     """Run ``labels[0]`` on a new thread; while it runs, send the other labels with ``strategy``.
 
@@ -122,7 +124,7 @@ def busy_thread_experiment(client: Any, strategy: str, gate: str | Path, *,
     return experiment.finish()
 
 
-def busy_thread_experiments(client: Any, strategies: tuple[str, ...], gate_root: str | Path, *,
+def busy_thread_experiments(client: SyncLangGraphClient, strategies: tuple[str, ...], gate_root: str | Path, *,
                             labels: tuple[str, ...] = ("first", "second")) -> list[dict[str, Any]]:
     """:func:`busy_thread_experiment` for each strategy (gates in ``gate_root/<strategy>``), pipelined.
 
@@ -138,7 +140,7 @@ def busy_thread_experiments(client: Any, strategies: tuple[str, ...], gate_root:
     rows = []
     if experiments:
         experiments[0].start()
-    for current, following in zip(experiments, [*experiments[1:], None]):
+    for current, following in zip(experiments, [*experiments[1:], None], strict=True):
         try:
             current.send_later_runs()
             if following is not None:

@@ -11,13 +11,17 @@ restricts it.
 This module holds what the chapter needs to show that without noise:
 
 - the travel assistant's fare types (:class:`Cabin`, :class:`FareQuote`, :class:`SeatHold`)
-  and :func:`build_quote_graph`, whose state holds them. ``FareQuote`` is declared in the
-  state schema; ``SeatHold`` only travels inside an untyped list;
+  and :func:`build_quote_graph`, whose state holds them (shown, then saved, in chapter 11).
+  ``FareQuote`` is declared in the state schema; ``SeatHold`` only travels inside an
+  untyped list;
 - :func:`watch_serde`, a context manager that records the serializer's events (every
   load, via langgraph's public event hooks) and its log warnings (deduplicated by
   langgraph: once per type and process), and keeps those warnings out of stderr;
 - :func:`planted_call`, a checkpoint value that names a function instead of a type, to
   show why a checkpoint database you did not write must never be opened;
+- :func:`rows_showing`, which finds a text in a PostgresSaver's tables as it is stored,
+  to show what an ``EncryptedSerializer`` encrypts (blobs, writes) and what it does not
+  (primitive values inline in the checkpoint JSON, and the metadata);
 - :data:`ADVISORIES` and :func:`advisory_rows`: the published advisories and whether the
   installed versions are at or above each fixed version.
 """
@@ -27,7 +31,7 @@ from __future__ import annotations
 import logging
 import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import Enum
@@ -35,9 +39,12 @@ from importlib import metadata
 from typing import Any, TypedDict
 
 import ormsgpack
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.serde.event_hooks import register_serde_event_listener
 from langgraph.checkpoint.serde.jsonplus import EXT_CONSTRUCTOR_SINGLE_ARG
 from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from psycopg import Connection
 
 SERDE_LOGGER = "langgraph.checkpoint.serde.jsonplus"
 
@@ -70,15 +77,15 @@ class QuoteState(TypedDict, total=False):
     extras: list
 
 
-def quote_fare(state: QuoteState) -> dict[str, Any]:
+def find_fare_quote(state: QuoteState) -> dict[str, FareQuote | list[SeatHold]]:
     """A stand-in fare search: a fixed quote and a seat hold for the route."""
     return {"quote": FareQuote(state["route"], 540, Cabin.ECONOMY), "extras": [SeatHold("12A")]}
 
 
-def build_quote_graph(checkpointer: Any = None) -> Any:
-    """START -> quote_fare -> END on :class:`QuoteState`."""
+def build_quote_graph(checkpointer: BaseCheckpointSaver | None = None) -> CompiledStateGraph:
+    """START -> quote_fare (find_fare_quote) -> END on QuoteState."""
     builder = StateGraph(QuoteState)
-    builder.add_node("quote_fare", quote_fare)
+    builder.add_node("quote_fare", find_fare_quote)
     builder.add_edge(START, "quote_fare")
     builder.add_edge("quote_fare", END)
     return builder.compile(checkpointer=checkpointer)
@@ -168,6 +175,35 @@ def planted_call(module: str, name: str, argument: Any) -> tuple[str, bytes]:
     return "msgpack", ormsgpack.packb(ormsgpack.Ext(EXT_CONSTRUCTOR_SINGLE_ARG, payload))
 
 
+# -- what is readable at rest -------------------------------------------------------------
+
+
+# Where a PostgresSaver keeps a thread's data: the checkpoint JSON (with inline primitive
+# values), its metadata JSON, the blobs of other values, and the pending writes.
+_AT_REST = {
+    "checkpoint JSON": "SELECT count(*) AS n FROM checkpoints WHERE thread_id = %s "
+                       "AND strpos(checkpoint::text, %s) > 0",
+    "metadata": "SELECT count(*) AS n FROM checkpoints WHERE thread_id = %s AND strpos(metadata::text, %s) > 0",
+    "blobs": "SELECT count(*) AS n FROM checkpoint_blobs WHERE thread_id = %s "
+             "AND position(convert_to(%s, 'UTF8') IN coalesce(blob, ''::bytea)) > 0",
+    "writes": "SELECT count(*) AS n FROM checkpoint_writes WHERE thread_id = %s "
+              "AND position(convert_to(%s, 'UTF8') IN blob) > 0",
+}
+
+
+def rows_showing(conn: Connection, thread_id: str, text: str) -> dict[str, int]:
+    """Rows of ``thread_id`` in a PostgresSaver's tables whose stored bytes contain ``text`` as it is.
+
+    A count above 0 means anyone who can read the database (or a backup of it) can read
+    ``text`` there. Keys: ``checkpoint JSON``, ``metadata``, ``blobs``, ``writes``.
+    """
+    counts = {}
+    for place, sql in _AT_REST.items():
+        row = conn.execute(sql, (thread_id, text)).fetchone()
+        counts[place] = int(row["n"] if isinstance(row, dict) else row[0])
+    return counts
+
+
 # -- advisories --------------------------------------------------------------------------
 
 
@@ -228,7 +264,7 @@ def at_least(installed: str | None, fixed: str) -> bool:
 
 
 def advisory_rows(advisories: tuple[Advisory, ...] = ADVISORIES,
-                  version_of: Any = installed_version) -> list[dict[str, str]]:
+                  version_of: Callable[[str], str | None] = installed_version) -> list[dict[str, str]]:
     """One row per advisory: the fixed version, what is installed, and ``ok`` (yes/NO)."""
     rows = []
     for adv in advisories:

@@ -4,7 +4,6 @@ PostgresSaver and InMemorySaver share the saver interface and the runtime's sema
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
 
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
@@ -13,11 +12,6 @@ from ..serializer_safety import Cabin, FareQuote, SeatHold, watch_serde
 from ..state_growth import build_trimming_chat_graph
 from ..travel_graphs import build_chat_graph, say
 from .protocol import Fail, call_answer, exercise, expect_type
-
-try:  # a private module: fall back to the part of the safe list this check needs
-    from langgraph.checkpoint.serde._msgpack import SAFE_MSGPACK_TYPES
-except ImportError:  # pragma: no cover
-    SAFE_MSGPACK_TYPES = frozenset({("datetime", "datetime"), ("datetime", "date"), ("uuid", "UUID")})
 
 # -- 11.1 ------------------------------------------------------------------------------
 
@@ -54,7 +48,7 @@ def _thread_count(saver: InMemorySaver) -> int:
 
 
 @exercise("11.1")
-def retention_rule(threads_to_delete: Any) -> str:
+def check_threads_to_delete(threads_to_delete: object) -> str:
     for (today, keep_days), expected in RETENTION_CASES:
         saver = _retention_saver()
         before = _thread_count(saver)
@@ -92,12 +86,20 @@ def retention_rule(threads_to_delete: Any) -> str:
 
 # -- 11.2 ------------------------------------------------------------------------------
 
-NEEDED = {(t.__module__, t.__name__) for t in (FareQuote, Cabin, SeatHold)}
 SAMPLE_STATE = {"quote": FareQuote("PEK-SFO", 540, Cabin.BUSINESS), "holds": [SeatHold("12A"), SeatHold("12B")],
                 "departure": dt.datetime(2026, 5, 1, 9, 30)}
+SAMPLE_TYPES = {(t.__module__, t.__name__) for t in (FareQuote, Cabin, SeatHold, dt.datetime)}
 
 
-def _entry_key(entry: Any) -> tuple[str, ...]:
+def _blocked_without_allowlist() -> set[tuple[str, ...]]:
+    """The sample's types that langgraph's built-in safe list alone refuses (asked of langgraph, not hard-coded)."""
+    with watch_serde() as watch:
+        strict = JsonPlusSerializer(allowed_msgpack_modules=None)
+        strict.loads_typed(strict.dumps_typed(SAMPLE_STATE))
+    return {tuple(name.rsplit(".", 1)) for name in watch.types("msgpack_blocked")}
+
+
+def _entry_key(entry: object) -> tuple[str, ...]:
     if isinstance(entry, type):
         return (entry.__module__, entry.__name__)
     if isinstance(entry, tuple) and all(isinstance(part, str) for part in entry):
@@ -109,7 +111,7 @@ def _entry_key(entry: Any) -> tuple[str, ...]:
 
 
 @exercise("11.2")
-def choose_allowlist(allowed: Any) -> str:
+def check_allowed_modules(allowed: object) -> str:
     if allowed is True:
         raise Fail("True allows every type (with a warning): that is the permissive default you are replacing; "
                    "list the types instead")
@@ -117,7 +119,8 @@ def choose_allowlist(allowed: Any) -> str:
         raise Fail("None means strict: only the built-in safe list; your own types would be blocked")
     expect_type(allowed, (list, tuple, set, frozenset), "a list of classes or ('module', 'Name') tuples")
     keys = {_entry_key(entry) for entry in allowed}
-    safe = sorted(".".join(k) for k in keys if k in SAFE_MSGPACK_TYPES)
+    needed = _blocked_without_allowlist()
+    safe = sorted(".".join(k) for k in (keys & SAMPLE_TYPES) - needed)
     if safe:
         raise Fail(f"{', '.join(safe)} is already on langgraph's built-in safe list: leave it out (smallest list)")
     with watch_serde() as watch:
@@ -125,11 +128,12 @@ def choose_allowlist(allowed: Any) -> str:
         loaded = serde.loads_typed(serde.dumps_typed(SAMPLE_STATE))
     blocked = watch.types("msgpack_blocked")
     if blocked:
-        nested = " (it sits inside FareQuote: nested types must be listed too)" if any("Cabin" in b for b in blocked) else ""
+        inside = any("Cabin" in b for b in blocked)
+        nested = " (it sits inside FareQuote: nested types must be listed too)" if inside else ""
         raise Fail(f"still blocked: {', '.join(blocked)}{nested}")
     if loaded != SAMPLE_STATE:
         raise Fail("the state did not load back as itself; list exactly the classes it holds")
-    extra = sorted(".".join(k) for k in keys - NEEDED)
+    extra = sorted(".".join(k) for k in keys - needed)
     if extra:
         raise Fail(f"{', '.join(extra)} is not in this state: an allowlist should name only what you store")
     return "FareQuote, Cabin and SeatHold allowed; datetime was already safe; nothing else may be rebuilt"
@@ -137,7 +141,8 @@ def choose_allowlist(allowed: Any) -> str:
 
 # -- 11.3 ------------------------------------------------------------------------------
 
-PREDICTION_KEYS = ("checkpoints after 5 turns", "messages after 5 turns", "checkpoints at the end", "messages at the end")
+PREDICTION_KEYS = ("checkpoints after 5 turns", "messages after 5 turns", "checkpoints at the end",
+                   "messages at the end")
 
 
 def _trimming_truth() -> dict[str, int]:
@@ -154,11 +159,11 @@ def _trimming_truth() -> dict[str, int]:
     saver.delete_thread("check-11-3")
     say(graph, "check-11-3", "Hello again.")
     at_end = measure()
-    return dict(zip(PREDICTION_KEYS, (*after_5, *at_end)))
+    return dict(zip(PREDICTION_KEYS, (*after_5, *at_end), strict=True))
 
 
 @exercise("11.3")
-def predict_trimming(prediction: Any) -> str:
+def check_trimming_prediction(prediction: object) -> str:
     expect_type(prediction, dict, "the four predicted numbers")
     missing = [k for k in PREDICTION_KEYS if k not in prediction]
     if missing:

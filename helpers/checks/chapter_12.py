@@ -45,7 +45,7 @@ def _check_strategies(answer: Any, what: str) -> None:
 
 
 @exercise("12.1")
-def predict_three_runs(survives: Any, runs_left: Any) -> str:
+def check_three_run_prediction(survives: object, runs_left: object) -> str:
     _check_strategies(survives, "survives")
     _check_strategies(runs_left, "runs_left")
     for strategy in STRATEGIES:
@@ -79,7 +79,7 @@ def _apply_locally(kwargs: dict[str, Any]) -> dict[str, Any]:
 
 
 @exercise("12.2")
-def resume_request(resume_kwargs: Any) -> str:
+def check_resume_kwargs(resume_kwargs: object) -> str:
     for approved in (True, False):
         kwargs = call_answer(resume_kwargs, approved, what="resume_kwargs(approved)")
         expect_type(kwargs, dict, "keyword arguments for client.runs.wait")
@@ -94,7 +94,8 @@ def resume_request(resume_kwargs: Any) -> str:
             raise Fail("nothing resumes the paused node: pass command={'resume': <decision>}")
         command = kwargs["command"]
         if isinstance(command, Command):
-            raise Fail("over HTTP the command is JSON: a dict such as {'resume': 'yes'}, not a langgraph Command object")
+            raise Fail("over HTTP the command is JSON: a dict such as {'resume': 'yes'}, "
+                       "not a langgraph Command object")
         expect_type(command, dict, "the command, e.g. {'resume': 'yes'}")
         if "resume" not in command:
             raise Fail(f"the command has keys {sorted(command)}; the value for interrupt() goes under 'resume'")
@@ -145,7 +146,7 @@ def _search(kwargs: dict[str, Any]) -> list[int]:
 
 
 @exercise("12.3")
-def tenant_safe_search(search_kwargs: Any) -> str:
+def check_search_kwargs(search_kwargs: object) -> str:
     for tenant, request, expected, about in SEARCH_CASES:
         kwargs = call_answer(search_kwargs, tenant, dict(request), what="search_kwargs(tenant_id, request)")
         expect_type(kwargs, dict, "keyword arguments for client.threads.search")
@@ -154,12 +155,14 @@ def tenant_safe_search(search_kwargs: Any) -> str:
             raise Fail(f"client.threads.search has no parameter {unknown[0]!r} (for {about})")
         metadata = kwargs.get("metadata")
         if not isinstance(metadata, dict) or metadata.get("tenant") != tenant:
-            raise Fail(f"for {about}, metadata must hold 'tenant': tenant_id (the argument), got metadata={metadata!r:.60}")
+            raise Fail(f"for {about}, metadata must hold 'tenant': tenant_id (the argument), "
+                       f"got metadata={metadata!r:.60}")
         if kwargs.get("limit") != 50:
             raise Fail(f"for {about}, limit should be 50, got {kwargs.get('limit')!r}: a request must not choose it")
         extra = sorted(set(metadata) - {"tenant", "trip", "kind"})
         if extra:
-            raise Fail(f"for {about}, the metadata filter carries {extra}: copy only 'trip' and 'kind' from the request")
+            raise Fail(f"for {about}, the metadata filter carries {extra}: "
+                       "copy only 'trip' and 'kind' from the request")
         if "status" in kwargs and kwargs["status"] not in ("idle", "busy", "interrupted", "error"):
             raise Fail(f"for {about}, status={kwargs['status']!r} is not a thread status: leave it out")
         got = _search(kwargs)

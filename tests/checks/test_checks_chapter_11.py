@@ -2,8 +2,7 @@
 
 import datetime as dt
 
-
-from helpers.checks import NOT_ATTEMPTED, PASSED, evaluate
+from helpers.checks import PASSED, evaluate
 from helpers.serializer_safety import Cabin, FareQuote, SeatHold
 
 

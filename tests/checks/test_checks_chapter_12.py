@@ -2,7 +2,7 @@
 
 from langgraph.types import Command
 
-from helpers.checks import NOT_ATTEMPTED, PASSED, evaluate
+from helpers.checks import PASSED, evaluate
 
 RIGHT_SURVIVES = {"reject": ["A"], "enqueue": ["A", "B", "C"], "interrupt": ["C"], "rollback": ["C"]}
 RIGHT_RUNS = {"reject": 1, "enqueue": 3, "interrupt": 3, "rollback": 1}
@@ -121,7 +121,8 @@ WRONG_ANSWERS = {
 def test_right_answers_pass():
     assert evaluate("12.1", RIGHT_SURVIVES, RIGHT_RUNS).status == PASSED
     assert evaluate("12.2", lambda approved: {"command": {"resume": approved}}).status == PASSED
-    assert evaluate("12.2", lambda approved: {"command": {"resume": "approve" if approved else "reject"}}).status == PASSED
+    words = {True: "approve", False: "reject"}
+    assert evaluate("12.2", lambda approved: {"command": {"resume": words[approved]}}).status == PASSED
 
     def safe(tenant, request):
         meta = {k: request[k] for k in ("trip", "kind") if k in request}

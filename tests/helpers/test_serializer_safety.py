@@ -4,10 +4,27 @@ import logging
 
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.postgres import PostgresSaver
+from langgraph.checkpoint.serde.base import CipherProtocol
+from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from helpers.serializer_safety import (ADVISORIES, SERDE_LOGGER, Cabin, FareQuote, SeatHold, advisory_rows, at_least,
-                                       build_quote_graph, planted_call, release, type_names, watch_serde)
+from helpers.serializer_safety import (
+    ADVISORIES,
+    SERDE_LOGGER,
+    Cabin,
+    FareQuote,
+    SeatHold,
+    advisory_rows,
+    at_least,
+    build_quote_graph,
+    planted_call,
+    release,
+    rows_showing,
+    type_names,
+    watch_serde,
+)
+from helpers.servers import leftover_server_processes, postgres_server
 
 
 def roundtrip(serde, value):
@@ -64,7 +81,8 @@ def test_planted_call_calls_the_named_function_unless_blocked(capsys):
 
 @pytest.mark.parametrize("installed,fixed,ok", [
     ("4.3.2", "4.1.1", True), ("4.1.1", "4.1.1", True), ("4.1.0", "4.1.1", False), ("1.0.10", "1.0.9", True),
-    ("1.0.9", "1.0.10", False), ("3.1", "3.0.1", True), ("1.0.10rc1", "1.0.10", False), ("1.0.10.post1", "1.0.10", True),
+    ("1.0.9", "1.0.10", False), ("3.1", "3.0.1", True), ("1.0.10rc1", "1.0.10", False),
+    ("1.0.10.post1", "1.0.10", True),
     (None, "1.0", False), ("garbage", "1.0", False),
 ])
 def test_at_least(installed, fixed, ok):
@@ -89,3 +107,34 @@ def test_advisory_rows_flag_old_or_missing_packages():
 
 def test_installed_versions_are_safe():
     assert all(row["ok"] == "yes" for row in advisory_rows()), advisory_rows()
+
+
+class XorCipher(CipherProtocol):
+    """Not encryption, only enough to make bytes unreadable for this test."""
+
+    def encrypt(self, plaintext: bytes) -> tuple[str, bytes]:
+        return "xor", bytes(b ^ 0x5A for b in plaintext)
+
+    def decrypt(self, ciphername: str, ciphertext: bytes) -> bytes:
+        assert ciphername == "xor"
+        return bytes(b ^ 0x5A for b in ciphertext)
+
+
+def test_rows_showing_finds_text_where_postgres_keeps_it_readable():
+    with postgres_server() as pg, PostgresSaver.from_conn_string(pg.url) as saver:
+        saver.setup()
+        plain = build_quote_graph(saver)
+        hidden = build_quote_graph(PostgresSaver(saver.conn, serde=EncryptedSerializer(XorCipher())))
+        for graph, thread in ((plain, "plain"), (hidden, "hidden")):
+            graph.invoke({"route": "PEK-SFO"}, {"configurable": {"thread_id": thread, "passenger": "Ada Lovelace"}})
+        # the route is a str in the state (inline in 2 checkpoints) and inside the FareQuote blob and its write
+        assert rows_showing(saver.conn, "plain", "PEK-SFO") == {"checkpoint JSON": 2, "metadata": 0, "blobs": 2,
+                                                               "writes": 2}
+        # encrypted: blobs and writes hide it, the inline string and the metadata do not
+        assert rows_showing(saver.conn, "hidden", "PEK-SFO") == {"checkpoint JSON": 2, "metadata": 0, "blobs": 0,
+                                                                "writes": 0}
+        assert rows_showing(saver.conn, "hidden", "Ada Lovelace")["metadata"] == 3
+        assert rows_showing(saver.conn, "hidden", "nowhere") == dict.fromkeys(("checkpoint JSON", "metadata", "blobs",
+                                                                               "writes"), 0)
+        assert hidden.get_state({"configurable": {"thread_id": "hidden"}}).values["route"] == "PEK-SFO"
+    assert leftover_server_processes() == []
