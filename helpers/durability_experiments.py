@@ -1,5 +1,5 @@
-"""Chapter 08's graph and the experiments around it: what each durability mode saves, keeps
-after a real crash, and costs.
+"""Chapter 08's graph and the experiments around it: what each durability mode saves and keeps
+after a real crash.
 
 - :class:`TripLog`, :data:`CRASH_EXIT_CODE`, :func:`make_node` and :func:`linear_graph` are the
   chapter's graph. Chapter 08 shows them in its cells (``# saved as ...``); the definitions
@@ -14,8 +14,7 @@ after a real crash, and costs.
   what survived and recovers the run (:class:`CrashResult`). :func:`survival_rows` and
   :func:`outcome_rows` turn results into tables; :func:`survival_facts` and
   :func:`recovery_laws` give the properties that hold whatever the timing.
-- :func:`measure_costs` times ``invoke`` per mode on a SQLite file (interleaved rounds after a
-  warm-up) and :func:`summarize_costs` gives medians and ratios to ``sync``.
+- What each mode costs is measured by :mod:`helpers.durability_costs`.
 
 Files go into a directory the caller owns (the chapter's ``TemporaryDirectory``).
 """
@@ -27,7 +26,6 @@ import operator
 import os
 import queue
 import sqlite3
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -489,43 +487,3 @@ def recovery_laws(results: Sequence[CrashResult]) -> dict[str, bool]:
         "the task id came back exactly when the step before the crash was on disk": all(
             r.task_id_kept == (r.step_before_crash in r.steps) for r in results),
     }
-
-
-# -- cost ---------------------------------------------------------------------------------------
-
-def measure_costs(workdir: str | Path, modes: Sequence[str] = MODES, runs: int = 30, warmup: int = 3,
-                  nodes: Sequence[str] = ("a", "b", "c"), work_seconds: float = 0.0,
-                  write_delay: float = 0.0) -> dict[str, list[float]]:
-    """Milliseconds per ``invoke`` for each mode on one SQLite file in ``workdir``.
-
-    ``work_seconds`` makes every node take that long (a stand-in for a model call) and
-    ``write_delay`` adds that latency to every put / put_writes (a remote database).
-
-    Rounds are interleaved (sync, async, exit, sync, …) so that background noise hits every
-    mode alike; each invoke uses a new thread id, so every run starts from an empty thread.
-    The first ``warmup`` rounds are not recorded.
-    """
-    samples: dict[str, list[float]] = {mode: [] for mode in modes}
-    path = Path(workdir) / f"cost-{time.monotonic_ns()}.sqlite"
-    sqlite_saver = open_sqlite_saver(path)
-    saver = CountingSaver(sqlite_saver, delay=write_delay) if write_delay else sqlite_saver
-    try:
-        graph = linear_graph(saver, nodes, work_seconds=work_seconds)
-        for round_no in range(warmup + runs):
-            for mode in modes:
-                config = {"configurable": {"thread_id": f"{mode}-{round_no}"}}
-                started = time.perf_counter()
-                graph.invoke({"trip": []}, config, durability=mode)
-                elapsed = (time.perf_counter() - started) * 1000
-                if round_no >= warmup:
-                    samples[mode].append(elapsed)
-    finally:
-        sqlite_saver.conn.close()
-    return samples
-
-
-def summarize_costs(samples: dict[str, Sequence[float]], reference: str = "sync") -> list[dict[str, Any]]:
-    """Per mode: number of runs, median ms per invoke, and the median's ratio to ``reference``."""
-    medians = {mode: statistics.median(values) for mode, values in samples.items()}
-    return [{"mode": mode, "runs": len(samples[mode]), "median ms": round(medians[mode], 2),
-             f"ratio to {reference}": round(medians[mode] / medians[reference], 2)} for mode in samples]

@@ -1,7 +1,7 @@
 """The bar plot of chapter 08: median cost of one ``invoke`` per durability mode.
 
 nbval does not compare images, so :func:`plot_cost_bars` prints the numbers it draws (the
-same rows :func:`helpers.durability_experiments.summarize_costs` returns) before drawing.
+same rows :func:`helpers.durability_costs.summarize_costs` returns) before drawing.
 """
 
 from __future__ import annotations

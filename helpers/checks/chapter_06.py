@@ -13,16 +13,15 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import ExecutionInfo
 from langgraph.types import RetryPolicy, StateSnapshot
 
+from ..booking_crashes import booking_crash_trials, execution_info
 from ..fare_lookup_graphs import (
     Airline,
     BookState,
     FlakyDesk,
     LookupState,
     WriteWatchSaver,
-    booking_crash_trials,
     build_booking_graph,
     build_lookup_graph,
-    execution_info,
     run_until_failure,
 )
 from .protocol import Fail, NotAttempted, call_answer, exercise, expect_type

@@ -6,6 +6,7 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 from helpers.checks.chapter_08 import SYNC_CRASH_CASES, sync_crash_truth
+from helpers.durability_costs import measure_costs, summarize_costs
 from helpers.durability_experiments import (
     CRASH_EXIT_CODE,
     MODES,
@@ -17,11 +18,9 @@ from helpers.durability_experiments import (
     count_saves,
     crash_experiment,
     linear_graph,
-    measure_costs,
     outcome_rows,
     read_log,
     recovery_laws,
-    summarize_costs,
     survival_facts,
     survival_rows,
 )

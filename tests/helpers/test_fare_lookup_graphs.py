@@ -7,22 +7,24 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import RetryPolicy
 
-from helpers.fare_lookup_graphs import (
+from helpers.booking_crashes import (
     MODES,
-    Airline,
-    FlakyDesk,
-    WriteWatchSaver,
     booking_crash_trials,
-    build_booking_graph,
-    build_lookup_graph,
     crash_table,
     execution_info,
     fork_child,
     lost_write_trials,
+    wait_child,
+)
+from helpers.fare_lookup_graphs import (
+    Airline,
+    FlakyDesk,
+    WriteWatchSaver,
+    build_booking_graph,
+    build_lookup_graph,
     pending_write_rows,
     resume_counts,
     run_until_failure,
-    wait_child,
 )
 
 CONFIG = {"configurable": {"thread_id": "t"}}
