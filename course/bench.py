@@ -4,10 +4,12 @@
     python -m course.bench --left-open [CHAPTER ...]
 
 For every notebook it reports medians over ``--repeat`` fresh kernels of: kernel start,
-the setup (import) cell, the notebook's own work (every other cell), and the peak
-resident memory of the kernel together with every process it started (PostgreSQL, the
-Agent Server, child Pythons), sampled with psutil every 0.1 s: the sum of resident set
-sizes, so pages shared between processes count once per process (an upper bound).
+the setup (import) cell, the notebook's own work (every other cell), and the peak memory
+of the kernel together with every process it started (PostgreSQL, the Agent Server, child
+Pythons), sampled with psutil every 0.1 s. Memory is the proportional set size on Linux
+(PSS: a page shared by n processes counts 1/n in each, so the sum is what the processes
+really take, as a container's limit sees it) and the resident set size elsewhere (RSS:
+shared pages count in every process, an upper bound).
 Targets: own work <= 2 s, peak <= 250 MB. A full run (no chapters named) also prints the
 command ledger's throughput (accepted commands per second).
 
@@ -43,19 +45,28 @@ MB = 1024 * 1024  # "MB" in the tables is MiB
 
 
 def tree_memory_mb(pid: int) -> float:
-    """Resident memory of process ``pid`` and all its descendants right now, in MB (0 when gone)."""
+    """Memory of process ``pid`` and all its descendants right now, in MiB (0 when gone)."""
     try:
         root = psutil.Process(pid)
         processes = [root, *root.children(recursive=True)]
     except psutil.NoSuchProcess:
         return 0.0
-    total = 0
-    for proc in processes:
-        try:
-            total += proc.memory_info().rss
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            continue  # exited meanwhile, or (macOS) another user's process we may not inspect
-    return total / MB
+    return sum(process_memory(proc) for proc in processes) / MB
+
+
+def process_memory(proc: psutil.Process) -> int:
+    """Bytes that ``proc`` takes: PSS where the system reports it (Linux), else RSS; 0 when gone."""
+    try:
+        full = proc.memory_full_info()
+        return getattr(full, "pss", full.rss)
+    except psutil.AccessDenied:
+        pass  # another user's process: its RSS is often still readable
+    except psutil.NoSuchProcess:
+        return 0
+    try:
+        return proc.memory_info().rss
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return 0
 
 
 class PeakMemory:
