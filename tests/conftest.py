@@ -56,11 +56,11 @@ class OwnedRun:
         os.environ[servers.RUN_ENV] = self.run_id
         tempfile.tempdir = None  # forget the cached temp folder: the next lookup reads TMPDIR
 
-    def leftovers(self) -> list[str]:
-        """Entries the run left in its folder and processes of the run still alive."""
+    def leftovers(self, grace: float = PROCESS_GRACE) -> list[str]:
+        """Entries the run left in its folder and processes of the run still alive after ``grace`` s."""
         left = [f"temporary {'directory' if p.is_dir() else 'file'} {p.name}"
                 for p in sorted(self.folder.iterdir()) if not p.name.startswith(PYTEST_OWN)]
-        deadline = time.monotonic() + PROCESS_GRACE
+        deadline = time.monotonic() + grace
         processes = servers.processes_of_run(self.run_id)
         while processes and time.monotonic() < deadline:
             time.sleep(0.1)

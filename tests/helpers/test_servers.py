@@ -14,6 +14,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 import urllib.request
@@ -369,3 +370,31 @@ def test_processes_of_a_run_are_told_apart_by_their_run_tag(pg: RunningServer) -
         other.wait()
     assert running.read_owner(pg.workdir) == running.owner_tag()  # this process, and this run
     assert running.read_owner(pg.workdir)["run"] == ours
+
+
+def test_a_test_run_reports_only_what_it_left_behind(tmp_path: Path) -> None:
+    # tests/conftest.py's check at the end of every run, on a small run of its own.
+    from tests.conftest import OwnedRun
+
+    others = tmp_path / f"{servers.TEMP_PREFIX}another-clone"  # stands for another run's folder
+    others.mkdir()
+    outer = {key: os.environ.get(key) for key in ("TMPDIR", servers.RUN_ENV)}
+    run = OwnedRun()
+    try:
+        assert os.environ[servers.RUN_ENV] == run.run_id and Path(tempfile.gettempdir()) == run.folder
+        Path(tempfile.mkdtemp(prefix="course-99-"))  # a chapter that forgot its cleanup
+        stray = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])  # inherits the run id
+        foreign = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                                   env={**os.environ, servers.RUN_ENV: "another-run"})
+        try:
+            left = run.leftovers(grace=0.2)
+        finally:
+            for proc in (stray, foreign):
+                proc.kill()
+                proc.wait()
+    finally:
+        run.close()
+    assert [line.split(" ", 2)[:2] for line in left] == [["temporary", "directory"], ["process", f"{stray.pid}:"]]
+    assert left[0].startswith("temporary directory course-99-")
+    assert not run.folder.exists() and others.exists()  # its own folder removed, nothing else touched
+    assert {key: os.environ.get(key) for key in outer} == outer
