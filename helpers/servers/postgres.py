@@ -30,6 +30,7 @@ from .running import (
     ServerNotInstalledError,
     ServerStartError,
     _log_mentions,
+    _ports_to_try,
     _Record,
     _temp_workdir,
     _with_log,
@@ -191,6 +192,8 @@ def postgres_server(*, port: int | None = None, startup_timeout: float = 30.0) -
     """
     run_as = _postgres_user()
     bin_dir = find_postgres_bin_dir(run_as)
+    if port is not None:
+        _ports_to_try(port)  # a taken explicit port fails now, not after initdb's seconds
     with _temp_workdir("postgres", run_as=run_as) as workdir:
         data_dir, log_path = workdir / "data", workdir / "server.log"
         began = time.monotonic()
