@@ -8,8 +8,10 @@ PINS_STAMP := $(VENV)/.installed
 STAMP := $(VENV)/.helpers-installed
 PY := $(VENV)/bin/python
 PORT ?= 8888
+# Extra options for `jupyter lab` (the browser test passes --no-browser and its own port).
+LAB_OPTIONS ?=
 
-.PHONY: lab test dev lint build cheatsheet show-then-save bench coverage progress drift grade-course check-python clean-venv
+.PHONY: lab test test-browser dev lint build cheatsheet show-then-save bench coverage progress drift grade-course check-python clean-venv
 
 check-python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "This course needs Python 3.11: install it (e.g. pyenv install 3.11) or run 'make PYTHON=/path/to/python3.11 test'."; exit 1; }
@@ -24,14 +26,25 @@ $(PINS_STAMP): requirements.txt | check-python
 	   || { tail -n 30 $(VENV)/install.log; echo "Installing the pinned packages failed; full log: $(VENV)/install.log"; exit 1; }
 	@touch $(PINS_STAMP)
 
+# The editable install's *.egg-info is a build artefact that the installed package does not
+# need: it is removed so JupyterLab's file browser (rooted here) does not show it.
+# course.jupyter_kernels install: kernels report the same language_info on every machine.
 $(STAMP): $(PINS_STAMP) pyproject.toml
-	@$(PY) -m pip install --no-deps -e . > $(VENV)/install-helpers.log 2>&1 \
+	@{ $(PY) -m pip install --no-deps -e . && rm -rf ./*.egg-info && $(PY) -m course.jupyter_kernels install ; } \
+	   > $(VENV)/install-helpers.log 2>&1 \
 	   || { tail -n 30 $(VENV)/install-helpers.log; echo "Installing the course's helpers package failed."; exit 1; }
 	@touch $(STAMP)
 	@echo "$(VENV) is ready."
 
+# Rooted at the course folder (as on Binder), so solutions/ and the README are one click
+# away; LabApp.default_url (not ServerApp's, which JupyterLab overrides) opens chapter 00.
+# Kernels talk over Unix sockets (ipc): no "running over TCP without encryption" warning.
+# make's own variables are dropped: JupyterLab's terminals would inherit MAKELEVEL, and
+# `make progress` typed there would print "make[1]: Entering directory" lines.
 lab: $(STAMP)
-	@$(VENV)/bin/jupyter lab --notebook-dir=notebooks --ServerApp.default_url=/lab/tree/00_start_here.ipynb --port=$(PORT) $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
+	@env -u MAKELEVEL -u MAKEFLAGS -u MFLAGS $(VENV)/bin/jupyter lab --ServerApp.root_dir=. \
+	   --LabApp.default_url=/lab/tree/notebooks/00_start_here.ipynb --KernelManager.transport=ipc \
+	   --port=$(PORT) $(LAB_OPTIONS) $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
 
 test: $(STAMP)
 	@$(PY) -m pytest
@@ -39,7 +52,7 @@ test: $(STAMP)
 # Maintainers: ruff and jupytext (the `dev` extra in pyproject.toml); learners never need them.
 DEV_STAMP := $(VENV)/.dev-installed
 $(DEV_STAMP): $(STAMP) pyproject.toml
-	@$(PY) -m pip install -e '.[dev]' > $(VENV)/install-dev.log 2>&1 \
+	@{ $(PY) -m pip install -e '.[dev]' && rm -rf ./*.egg-info ; } > $(VENV)/install-dev.log 2>&1 \
 	   || { tail -n 30 $(VENV)/install-dev.log; echo "Installing the maintainer extra failed."; exit 1; }
 	@touch $(DEV_STAMP)
 
@@ -48,6 +61,13 @@ dev: $(DEV_STAMP)
 lint: $(DEV_STAMP)
 	@$(VENV)/bin/ruff check .
 	@$(PY) -m course.round_trip
+
+# Maintainers: JupyterLab in headless Chromium (see CONTRIBUTING.md). Installs the
+# `browser` extra of pyproject.toml into .venv when it is missing; needs a Chromium binary.
+BROWSER_EXTRA = $$($(PY) -c 'import tomllib; print(*tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["browser"])')
+test-browser: $(STAMP)
+	@$(PY) -c 'import playwright' 2>/dev/null || $(PY) -m pip install -q $(BROWSER_EXTRA)
+	@COURSE_BROWSER_TESTS=1 $(PY) -m pytest -o addopts="-p no:cacheprovider" tests/browser
 
 build: $(STAMP)
 	@$(PY) -m course.build $(CHAPTERS)

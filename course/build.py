@@ -4,6 +4,7 @@
     python -m course.build 03 05      # chapters by number or slug
     python -m course.build --check    # exit 1 if any file would change (writes nothing)
     python -m course.build --remeasure 08   # also re-record machine-dependent measurements
+    python -m course.build --restamp  # only re-normalize the stored notebooks (no execution)
 
 It also rewrites CHEATSHEET.md from the chapters' "LangGraph API in this chapter" boxes.
 
@@ -30,10 +31,11 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
 from . import cheatsheet
+from .jupyter_kernels import IpcKernelManager
+from .layout import SOLUTIONS, chapters, learner_path, shown
 from .learner_copies import SolutionMarkupError, hide_outputs, make_learner_copy
 from .notebook_format import annotate, dumps, ignore_reason, normalize
 
-from .layout import NOTEBOOKS, ROOT, SOLUTIONS, chapters, learner_path, shown
 CELL_TIMEOUT = 120
 
 
@@ -54,10 +56,11 @@ def select(names: list[str], folder: Path | None = None) -> list[Path]:
     paths = chapters(folder)
     if not names:
         return paths
-    chosen = [p for p in paths if any(p.stem == n or p.stem.startswith(n.rstrip("_") + "_") or p.name == Path(n).name
-                                       for n in names)]
-    missing = [n for n in names if not any(p.stem == n or p.stem.startswith(n.rstrip("_") + "_") or p.name == Path(n).name
-                                           for p in chosen)]
+    def matches(path: Path, name: str) -> bool:
+        return path.stem == name or path.stem.startswith(name.rstrip("_") + "_") or path.name == Path(name).name
+
+    chosen = [p for p in paths if any(matches(p, n) for n in names)]
+    missing = [n for n in names if not any(matches(p, n) for p in chosen)]
     if missing:
         raise BuildError(f"no chapter in {folder.name}/ matches {', '.join(missing)}")
     return chosen
@@ -80,9 +83,23 @@ def load_solution(path: Path) -> nbformat.NotebookNode:
 
 def execute(nb: nbformat.NotebookNode, cwd: Path) -> nbformat.NotebookNode:
     """Run ``nb`` top to bottom in a fresh kernel (cells tagged raises-exception may fail)."""
-    NotebookClient(nb, timeout=CELL_TIMEOUT, kernel_name="python3",
+    NotebookClient(nb, timeout=CELL_TIMEOUT, kernel_name="python3", kernel_manager_class=IpcKernelManager,
                    resources={"metadata": {"path": str(cwd)}}).execute()
     return normalize(nb)
+
+
+def restamp(paths: list[Path]) -> list[Path]:
+    """Re-normalize the stored solutions and learner copies of ``paths`` without executing them.
+
+    For a change to :func:`~course.notebook_format.normalize` alone (say, the stored
+    ``language_info``): outputs stay as they are. Returns the files whose text changes.
+    """
+    changed = []
+    for path in [p for solution in paths for p in (solution, learner_path(solution)) if p.exists()]:
+        text = path.read_text(encoding="utf-8")
+        if dumps(normalize(nbformat.reads(text, as_version=4))) != text:
+            changed.append(path)
+    return changed
 
 
 def build_pair(path_text: str) -> Built:
@@ -137,7 +154,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1))
     parser.add_argument("--remeasure", action="store_true",
                         help="also refresh the recorded outputs of cells marked '# nbval-ignore-output:'")
+    parser.add_argument("--restamp", action="store_true",
+                        help="only re-normalize the stored notebooks' metadata and outputs; execute nothing")
     args = parser.parse_args(argv)
+    if args.restamp:
+        return restamp_command(args)
     try:
         paths = select(args.chapters)
         for path in paths:  # validate everything before executing or writing anything
@@ -172,6 +193,21 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(changed)} file(s) {verb}" + "".join(f"\n  {p}" for p in changed))
     if failed:
         return 1
+    return 1 if (args.check and changed) else 0
+
+
+def restamp_command(args: argparse.Namespace) -> int:
+    try:
+        paths = select(args.chapters)
+    except BuildError as exc:
+        print(f"build stopped: {exc}", file=sys.stderr)
+        return 1
+    changed = restamp(paths)
+    if not args.check:
+        for path in changed:
+            write_if_changed(path, dumps(normalize(nbformat.read(path, as_version=4))))
+    verb = "would change" if args.check else "changed"
+    print(f"{len(changed)} file(s) {verb}" + "".join(f"\n  {shown(p)}" for p in changed))
     return 1 if (args.check and changed) else 0
 
 

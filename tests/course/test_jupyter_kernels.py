@@ -1,0 +1,65 @@
+"""Course kernels: quiet (IPC transport), a language_info that is the same on every machine,
+and the throw-away `make lab` copy the browser test runs on."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import nbformat
+from ipykernel.ipkernel import IPythonKernel
+from jupyter_core.paths import jupyter_runtime_dir
+from nbclient import NotebookClient
+
+from course import jupyter_kernels, lab_session
+from course.jupyter_kernels import IpcKernelManager
+from course.notebook_format import LANGUAGE_INFO, normalize
+from course.stable_kernel import StableVersionKernel
+
+
+def test_the_kernel_reports_exactly_what_the_build_stores():
+    # JupyterLab marks a notebook modified unless the kernel's language_info deep-equals the stored one.
+    assert StableVersionKernel.language_info == LANGUAGE_INFO
+    assert {**IPythonKernel.language_info, "version": LANGUAGE_INFO["version"]} == LANGUAGE_INFO
+    assert LANGUAGE_INFO["version"] == f"{sys.version_info.major}.{sys.version_info.minor}"
+    assert normalize(nbformat.v4.new_notebook()).metadata["language_info"] == LANGUAGE_INFO
+
+
+def test_install_adds_the_kernel_class_once_and_keeps_existing_config(tmp_path: Path):
+    path = jupyter_kernels.kernel_config_path(tmp_path)
+    path.parent.mkdir(parents=True)
+    path.write_text("c.InteractiveShell.colors = 'nocolor'")
+    assert jupyter_kernels.install(tmp_path) == path
+    jupyter_kernels.install(tmp_path)
+    text = path.read_text()
+    assert text.startswith("c.InteractiveShell.colors = 'nocolor'\n")
+    assert text.count(jupyter_kernels.KERNEL_CLASS) == 1
+
+
+def test_an_ipc_kernel_runs_the_stable_kernel_and_leaves_no_files():
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "k = get_ipython().kernel\nprint(type(k).__name__, k.language_info['version'])")])
+    client = NotebookClient(nb, kernel_name="python3", kernel_manager_class=IpcKernelManager, timeout=60,
+                            extra_arguments=[f"--IPKernelApp.kernel_class={jupyter_kernels.KERNEL_CLASS}"])
+    with client.setup_kernel():
+        assert client.km.transport == "ipc" and client.km.ip.startswith(jupyter_runtime_dir())
+        stem = Path(client.km.connection_file).stem
+        assert len([n for n in os.listdir(jupyter_runtime_dir()) if n.startswith(stem)]) == 6  # file + 5 sockets
+        client.execute_cell(nb.cells[0], 0)
+    assert nb.cells[0].outputs[0]["text"] == f"StableVersionKernel {LANGUAGE_INFO['version']}\n"
+    assert not [n for n in os.listdir(jupyter_runtime_dir()) if n.startswith(stem)]  # connection file, sockets: gone
+
+
+def test_the_lab_copy_leaves_out_the_virtualenv_and_keeps_file_times(tmp_path: Path):
+    source = tmp_path / "course"
+    for name in ("Makefile", "notebooks/00_x.ipynb", ".venv/bin/python", "helpers/__pycache__/x.pyc", "a.egg-info/P"):
+        (source / name).parent.mkdir(parents=True, exist_ok=True)
+        (source / name).write_text("x")
+    os.utime(source / "Makefile", (1_000_000, 1_000_000))
+    copy = lab_session.copy_course(source, tmp_path / "copy")
+    copied = sorted(str(p.relative_to(copy)) for p in copy.rglob("*") if p.is_file())
+    assert copied == ["Makefile", "notebooks/00_x.ipynb"]
+    assert (copy / "Makefile").stat().st_mtime == 1_000_000  # make must not think requirements changed
+    lab_session.write_lab_settings(tmp_path / "s", {"@jupyterlab/notebook-extension:tracker": {"a": 1}})
+    assert (tmp_path / "s/@jupyterlab/notebook-extension/tracker.jupyterlab-settings").read_text() == '{"a": 1}'
