@@ -18,10 +18,10 @@ from typing import Any
 
 import nbformat
 
-from .notebook_format import chapter_metadata
 from helpers.text_tables import format_table
 
 from .layout import SOLUTIONS, chapters
+from .notebook_format import chapter_metadata
 
 
 def chapter_times(solutions: Path = SOLUTIONS) -> list[dict[str, Any]]:

@@ -30,12 +30,13 @@ import subprocess
 import sys
 import tempfile
 import xml.etree.ElementTree as ET
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
 
 from .layout import REQUIREMENTS, ROOT, SANITIZE, SOLUTIONS, chapters
+
 PACKAGES = ("langgraph", "langgraph-checkpoint", "langgraph-checkpoint-sqlite", "langchain-core")
 ANSI = re.compile(r"\x1b\[[0-9;]*m|#x1B\[[0-9;]*m")
 ONE_LINE = 150
@@ -164,21 +165,22 @@ def summarize_failure(text: str) -> tuple[str, str]:
     source = ""
     if "Input:" in lines:
         after = lines[lines.index("Input:") + 1:]
-        source = next((l.strip() for l in after if l.strip()), "")
+        source = next((line.strip() for line in after if line.strip()), "")
     body = lines[lines.index("Traceback:") + 1:] if "Traceback:" in lines else lines
-    if any("Cell outputs differ" in l for l in lines):
-        now = next((l.strip()[2:] for l in body if l.strip().startswith("- ")), None)
-        stored = next((l.strip()[2:] for l in body if l.strip().startswith("+ ")), None)
+    if any("Cell outputs differ" in line for line in lines):
+        now = next((line.strip()[2:] for line in body if line.strip().startswith("- ")), None)
+        stored = next((line.strip()[2:] for line in body if line.strip().startswith("+ ")), None)
         if now is not None or stored is not None:
             missing = "(not shown)"
             return source, f"stored `{_clip(stored) if stored is not None else missing}` → now " \
                            f"`{_clip(now) if now is not None else missing}`"
-        field_line = next((l.strip() for l in body if "output fields" in l or l.strip().startswith("mismatch")), "")
+        field_line = next((line.strip() for line in body
+                           if "output fields" in line or line.strip().startswith("mismatch")), "")
         return source, _clip(field_line or "outputs differ")
-    if any("caused an exception" in l for l in lines):
-        last = [l.strip() for l in body if l.strip() and not l.strip().startswith("---")]
+    if any("caused an exception" in line for line in lines):
+        last = [line.strip() for line in body if line.strip() and not line.strip().startswith("---")]
         return source, f"raises now: `{_clip(last[-1] if last else 'an exception')}`"
-    first = next((l.strip() for l in body if l.strip()), "failed")
+    first = next((line.strip() for line in body if line.strip()), "failed")
     return source, _clip(first)
 
 
@@ -275,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"kept the environment: {work / 'venv'}", file=sys.stderr)
         else:
             shutil.rmtree(work, ignore_errors=True)
-    generated = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    generated = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     report = format_report(pinned, newest, results, generated, setup_error, released)
     (out / "REPORT.md").write_text(report, encoding="utf-8")
     print(report)

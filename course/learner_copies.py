@@ -162,19 +162,19 @@ def solution_lines(solution: Any) -> set[str]:
     outside: set[str] = set()
     for cell in solution.cells:
         if "solution" in cell.metadata.get("tags", []):
-            inside.update(l.strip() for l in source(cell).splitlines() if l.strip())
+            inside.update(line.strip() for line in source(cell).splitlines() if line.strip())
             continue
         region: list[str] | None = None
         for line in source(cell).splitlines():
             if line.strip() == BEGIN:
                 region = []
             elif line.strip() == END and region is not None:
-                kept = {l.strip() for l in stub_for("\n".join(region))}
-                inside.update(l.strip() for l in region if l.strip() and l.strip() not in kept)
+                kept = {line.strip() for line in stub_for("\n".join(region))}
+                inside.update(line.strip() for line in region if line.strip() and line.strip() not in kept)
                 region = None
             elif region is not None:
                 region.append(line)
             elif line.strip():
                 outside.add(line.strip())
     trivial = {"...", "pass", "return", ")", "]", "}", "else:", "try:"}
-    return {l for l in inside - outside if l not in trivial and not l.startswith("#") and len(l) > 3}
+    return {line for line in inside - outside if line not in trivial and not line.startswith("#") and len(line) > 3}

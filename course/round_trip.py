@@ -29,7 +29,9 @@ def differences(path: Path) -> list[str]:
 
     nb = nbformat.read(path, as_version=4)
     back = jupytext.reads(jupytext.writes(nb, fmt=FORMAT), fmt=FORMAT)
-    problems = [f"{path.name}: {len(nb.cells)} cells became {len(back.cells)}"] if len(nb.cells) != len(back.cells) else []
+    problems = []
+    if len(nb.cells) != len(back.cells):
+        problems.append(f"{path.name}: {len(nb.cells)} cells became {len(back.cells)}")
     problems += [f"{path.name} cell {i}: {cell_key(a)[0]} cell changed"
                  for i, (a, b) in enumerate(zip(nb.cells, back.cells, strict=False)) if cell_key(a) != cell_key(b)]
     return problems

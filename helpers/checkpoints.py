@@ -9,7 +9,8 @@ present and the channels this checkpoint changed, and the parent's label.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from .text_tables import format_table
 

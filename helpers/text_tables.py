@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 
 def cell_text(value: Any) -> str:
@@ -21,9 +22,9 @@ def format_table(rows: Iterable[Mapping[str, Any]], columns: Sequence[str] | Non
         columns = list(rows[0]) if rows else []
     body = [[cell_text(row.get(col)) for col in columns] for row in rows]
     widths = [max([len(col)] + [len(r[i]) for r in body]) for i, col in enumerate(columns)]
-    lines = ["  ".join(col.ljust(w) for col, w in zip(columns, widths)).rstrip()]
+    lines = ["  ".join(col.ljust(w) for col, w in zip(columns, widths, strict=True)).rstrip()]
     lines.append("  ".join("-" * w for w in widths))
-    lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in body]
+    lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in body]
     return "\n".join(lines)
 
 

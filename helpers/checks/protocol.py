@@ -14,8 +14,9 @@ hint that tells the learner what to try next. The stub the learner starts from i
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any, Callable
+from typing import Any
 
 MIME_TYPE = "application/vnd.lgcourse.check+json"
 PASSED, FAILED, NOT_ATTEMPTED = "passed", "failed", "not-attempted"
@@ -120,7 +121,8 @@ def evaluate(exercise_id: str, *answers: Any) -> CheckResult:
             return CheckResult(exercise_id, FAILED, f"no check is registered for exercise {exercise_id!r}; "
                                "did the check cell's exercise id get edited?")
         if any(is_stub(a) for a in answers):
-            return CheckResult(exercise_id, NOT_ATTEMPTED, "replace each ... in the exercise cell with your answer, run it, then run this cell")
+            return CheckResult(exercise_id, NOT_ATTEMPTED,
+                               "replace each ... in the exercise cell with your answer, run it, then run this cell")
         message = checker(*answers)
         return CheckResult(exercise_id, PASSED, message or "")
     except NotAttempted as exc:

@@ -2,8 +2,19 @@
 
 import pytest
 
-from helpers.checks import FAILED, MIME_TYPE, NOT_ATTEMPTED, PASSED, Fail, call_answer, check, evaluate, exercise, expect_type
-from helpers.checks.protocol import NotAttempted, _REGISTRY
+from helpers.checks import (
+    FAILED,
+    MIME_TYPE,
+    NOT_ATTEMPTED,
+    PASSED,
+    Fail,
+    call_answer,
+    check,
+    evaluate,
+    exercise,
+    expect_type,
+)
+from helpers.checks.protocol import _REGISTRY, NotAttempted
 
 
 @pytest.fixture

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import NOTEBOOKS, SOLUTIONS, read
+from course.notebook_format import source
 from helpers.checks import FAILED, MIME_TYPE, NOT_ATTEMPTED, PASSED, evaluate
 from helpers.checks.protocol import find_checker
-from course.notebook_format import source
+from tests.conftest import NOTEBOOKS, SOLUTIONS, read
 
 TESTS = Path(__file__).resolve().parent
 

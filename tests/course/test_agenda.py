@@ -58,7 +58,7 @@ def test_agendas_add_up_and_use_chapter_minutes():
     found = agendas()
     assert len(found) >= 2, "expected a 3-hour and a full-day agenda"
     for heading, rows in found:
-        for (start, block, length), (next_start, _, _) in zip(rows, rows[1:]):
+        for (start, block, length), (next_start, _, _) in zip(rows, rows[1:], strict=False):
             assert minutes_of(start) + int(length) == minutes_of(next_start), (heading, block)
             chapter = re.match(r"(\d\d) ·", block)
             if chapter and chapter.group(1) in TIMES:

@@ -6,12 +6,18 @@ import shutil
 import nbformat
 import pytest
 
-from tests.conftest import NOTEBOOKS, ROOT, SOLUTIONS, read
 from course import build
-from course.learner_copies import (HIDDEN_METADATA, SolutionMarkupError, hidden_output_reason, make_learner_copy,
-                                   solution_lines, strip_solutions, stub_for)
-from course.notebook_format import ignored_by_nbval
-from course.notebook_format import BEGIN, END, annotate, dumps, normalize, source
+from course.learner_copies import (
+    HIDDEN_METADATA,
+    SolutionMarkupError,
+    hidden_output_reason,
+    make_learner_copy,
+    solution_lines,
+    strip_solutions,
+    stub_for,
+)
+from course.notebook_format import BEGIN, END, annotate, dumps, ignored_by_nbval, normalize, source
+from tests.conftest import NOTEBOOKS, ROOT, SOLUTIONS, read
 
 
 def test_there_are_chapters_in_both_folders():
@@ -70,7 +76,8 @@ def test_strip_solutions_keeps_the_rest_of_the_cell():
                                                   "answer = ...", "print(answer)"]
 
 
-@pytest.mark.parametrize("text", [f"{BEGIN}\nx = 1", f"x = 1\n{END}", f"{BEGIN}\n{BEGIN}\n{END}", f"{BEGIN}\nx = (\n{END}"])
+@pytest.mark.parametrize("text", [f"{BEGIN}\nx = 1", f"x = 1\n{END}", f"{BEGIN}\n{BEGIN}\n{END}",
+                                  f"{BEGIN}\nx = (\n{END}"])
 def test_broken_markers_are_reported(text):
     with pytest.raises(SolutionMarkupError):
         strip_solutions(text)

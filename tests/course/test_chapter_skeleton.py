@@ -91,7 +91,7 @@ def test_course_code_is_imported_by_module(path):
     for cell in read(path).cells:
         if cell.cell_type != "code":
             continue
-        text = "\n".join(l for l in source(cell).splitlines() if not l.lstrip().startswith(("%", "!")))
+        text = "\n".join(line for line in source(cell).splitlines() if not line.lstrip().startswith(("%", "!")))
         for node in ast.walk(ast.parse(text)):
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("helpers."):
                 bad += [f"from {node.module} import {a.name}" for a in node.names

@@ -41,7 +41,7 @@ def test_report_lists_versions_notebooks_and_one_line_diffs():
     assert lines[0] == "# Upgrade drift report"
     assert "| langgraph | 1.2.24 | 1.2.25 | 1.2.24 |" in lines
     assert "| langchain-core | 1.8.3 | 1.8.4 | 1.8.4 (newer) |" in lines
-    assert any(l.startswith("pip could not install langgraph 1.2.25:") for l in lines)
+    assert any(line.startswith("pip could not install langgraph 1.2.25:") for line in lines)
     assert "**Result:** 2 of 3 notebook(s) changed; 4 of 35 cells differ." in lines
     assert "| 00_start_here.ipynb | 5 | 4 |" in lines
     assert "| 02_checkpoint_anatomy.ipynb | 0 | did not run |" in lines

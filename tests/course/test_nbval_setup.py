@@ -3,8 +3,8 @@
 import tomllib
 
 from course.layout import ROOT
-from helpers.environment import NOT_CHECKED, read_pins
 from course.nbval_coverage import THRESHOLD, report
+from helpers.environment import NOT_CHECKED, read_pins
 
 
 def test_pytest_runs_nbval_strictly_in_parallel():
@@ -23,8 +23,9 @@ def test_compared_share_and_reasons():
 
 
 def test_sanitize_rules_are_paired():
-    lines = [l for l in (ROOT / "tests/sanitize.cfg").read_text().splitlines() if l and not l.startswith("#")]
-    regexes = [i for i, l in enumerate(lines) if l.startswith("regex:")]
+    text = (ROOT / "tests/sanitize.cfg").read_text()
+    lines = [line for line in text.splitlines() if line and not line.startswith("#")]
+    regexes = [i for i, line in enumerate(lines) if line.startswith("regex:")]
     assert regexes and all(lines[i + 1].startswith("replace:") for i in regexes)
 
 
@@ -33,7 +34,7 @@ def test_binder_requirements_agree_with_requirements():
     binder = read_pins(ROOT / "binder/requirements.txt")
     assert binder == {k: v for k, v in pins.items() if k not in NOT_CHECKED}
     assert "jupyterlab" not in binder
-    assert not any(l.startswith("-r") for l in (ROOT / "binder/requirements.txt").read_text().splitlines())
+    assert not any(line.startswith("-r") for line in (ROOT / "binder/requirements.txt").read_text().splitlines())
     assert (ROOT / "binder/runtime.txt").read_text().strip() == "python-3.11"
     post = (ROOT / "binder/postBuild").read_text()
     assert "set -euo pipefail" in post and "pip install" in post

@@ -9,12 +9,13 @@ README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 def test_quickstart_is_make_lab_and_make_test():
     block = README.split("## Quickstart", 1)[1].split("```", 2)[1]
-    commands = [l.split("#")[0].strip() for l in block.splitlines()[1:] if l.strip()]
+    commands = [line.split("#")[0].strip() for line in block.splitlines()[1:] if line.strip()]
     assert commands == ["make lab", "make test"]
 
 
 def test_course_map_lists_every_chapter_with_its_minutes():
-    rows = {m.group(1): int(m.group(3)) for m in re.finditer(r"^\| (\d\d) \| \[[^\]]+\]\((notebooks/[^)]+)\)[^\n]*\| (\d+) \|$", README, re.M)}
+    row = re.compile(r"^\| (\d\d) \| \[[^\]]+\]\((notebooks/[^)]+)\)[^\n]*\| (\d+) \|$", re.M)
+    rows = {m.group(1): int(m.group(3)) for m in row.finditer(README)}
     for path in SOLUTIONS:
         course = read(path).metadata["course"]
         assert course["chapter"] in rows, f"README course map lacks chapter {course['chapter']}"

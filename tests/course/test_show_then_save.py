@@ -2,10 +2,7 @@
 
 import textwrap
 
-import pytest
-
 from course import show_then_save as sts
-from tests.conftest import ROOT, SOLUTIONS
 
 
 def test_every_saved_definition_is_identical_to_its_cell():
