@@ -35,6 +35,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from packaging.utils import canonicalize_name
+
+from helpers.environment import read_pins
+
 from .layout import REQUIREMENTS, ROOT, SANITIZE, SOLUTIONS, chapters
 
 PACKAGES = ("langgraph", "langgraph-checkpoint", "langgraph-checkpoint-sqlite", "langchain-core")
@@ -65,12 +69,9 @@ class NotebookResult:
 # --------------------------------------------------------------------------- versions
 
 def pinned_versions(requirements: Path = REQUIREMENTS, packages: Sequence[str] = PACKAGES) -> dict[str, str]:
-    pins = {}
-    for line in Path(requirements).read_text(encoding="utf-8").splitlines():
-        m = re.match(r"^\s*([A-Za-z0-9_.-]+)\s*==\s*([^\s;#]+)", line)
-        if m and _norm(m.group(1)) in {_norm(p) for p in packages}:
-            pins[_norm(m.group(1))] = m.group(2)
-    return {p: pins.get(_norm(p), "?") for p in packages}
+    """The pinned version of each of ``packages`` ("?" when the file does not pin it)."""
+    pins = read_pins(Path(requirements))
+    return {p: pins.get(canonicalize_name(p), "?") for p in packages}
 
 
 def installed_versions(python: Path, packages: Sequence[str] = PACKAGES) -> dict[str, str]:
@@ -93,10 +94,6 @@ def released_versions(python: Path, packages: Sequence[str] = PACKAGES) -> dict[
         m = re.match(r"^\S+ \(([^)]+)\)", proc.stdout.strip())
         out[package] = m.group(1) if m else "?"
     return out
-
-
-def _norm(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 # --------------------------------------------------------------------------- environment

@@ -12,6 +12,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.pregel import Pregel
+
 from .text_tables import format_table
 
 HISTORY_COLUMNS = ("label", "step", "source", "next", "messages", "changed", "parent")
@@ -32,7 +36,8 @@ def label_ids(ids: Iterable[str], prefix: str = "C") -> dict[str, str]:
     return {cid: f"{prefix}{i}" for i, cid in enumerate(sorted(set(ids)))}
 
 
-def history_rows(graph: Any, config: dict[str, Any], saver: Any = None) -> list[dict[str, Any]]:
+def history_rows(graph: Pregel, config: RunnableConfig,
+                 saver: BaseCheckpointSaver | None = None) -> list[dict[str, Any]]:
     """One dict per checkpoint of the thread in ``config``, oldest first.
 
     ``graph`` is a compiled graph with a checkpointer; ``saver`` defaults to it.
@@ -59,14 +64,14 @@ def history_rows(graph: Any, config: dict[str, Any], saver: Any = None) -> list[
     return rows
 
 
-def history_table(graph: Any, config: dict[str, Any], columns: Sequence[str] = HISTORY_COLUMNS) -> str:
+def history_table(graph: Pregel, config: RunnableConfig, columns: Sequence[str] = HISTORY_COLUMNS) -> str:
     return format_table(history_rows(graph, config), columns)
 
 
-def print_history(graph: Any, config: dict[str, Any], columns: Sequence[str] = HISTORY_COLUMNS) -> None:
+def print_history(graph: Pregel, config: RunnableConfig, columns: Sequence[str] = HISTORY_COLUMNS) -> None:
     """Print the thread's history as a table with stable labels (no raw ids)."""
     print(history_table(graph, config, columns))
 
 
-def count_checkpoints(graph: Any, config: dict[str, Any]) -> int:
+def count_checkpoints(graph: Pregel, config: RunnableConfig) -> int:
     return sum(1 for _ in graph.get_state_history(thread_config(config)))

@@ -3,25 +3,34 @@
 from __future__ import annotations
 
 import platform
-import re
 from importlib import metadata
 from pathlib import Path
+
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 REQUIREMENTS = Path(__file__).resolve().parent.parent / "requirements.txt"
 SHOWN = ("langgraph", "langgraph-checkpoint", "langgraph-checkpoint-sqlite", "langchain-core")
 # Binder's base image brings its own JupyterLab (binder/requirements.txt leaves it out), and
 # the server's version does not change what a kernel computes.
 NOT_CHECKED = frozenset({"jupyterlab"})
-PIN = re.compile(r"^\s*([A-Za-z0-9_.\-]+)(?:\[[^\]]*\])?\s*==\s*([^\s;#]+)")
 
 
 def read_pins(path: Path = REQUIREMENTS) -> dict[str, str]:
-    """``name == version`` lines of a requirements file, names normalised to lower-case dashes."""
+    """The exact pins (``name==version``) of a requirements file, by canonical package name.
+
+    Comments, blank lines and pip options (``-r``, ``--index-url``) are skipped; a line
+    that pins no exact version (``>=``) is not a pin.
+    """
     pins = {}
     for line in path.read_text(encoding="utf-8").splitlines():
-        match = PIN.match(line)
-        if match:
-            pins[match.group(1).lower().replace("_", "-")] = match.group(2)
+        text = line.split(" #", 1)[0].strip()
+        if not text or text.startswith(("#", "-")):
+            continue
+        requirement = Requirement(text)
+        exact = [spec.version for spec in requirement.specifier if spec.operator == "=="]
+        if exact:
+            pins[canonicalize_name(requirement.name)] = exact[0]
     return pins
 
 
