@@ -10,9 +10,9 @@ separate ``course`` package, which nothing here imports.
 Module index: each module, the chapters that import it (— when only other helpers do),
 and what it holds. ``tests/course/test_architecture.py`` keeps the chapter lists true.
 
-    agent_graphs            12        the graphs and auth handlers the Agent Server serves
+    agent_graphs            12        the Agent Server's graphs (07's approval workflow, chat) and auth handlers
     appendix_graphs         12        a graph that stays busy until a test or cell releases it
-    approval_workflow       07        the booking-approval workflow with interrupts (saved from 07)
+    approval_workflow       07 12     the booking-approval workflow with interrupts (saved from 07)
     booking_crashes         06        real crashes in forked children: lost writes, idempotency keys
     business_ids            10        ID properties, personal-data footprints, the hold graph
     checkpoint_anatomy      02        structural views of a checkpoint and of a saver's tables

@@ -13,7 +13,7 @@ from typing import Any
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
-from ..agent_graphs import build_approval_graph
+from ..approval_workflow import build_approval_workflow
 from .protocol import Fail, call_answer, exercise, expect_type
 
 STRATEGIES = ("reject", "enqueue", "interrupt", "rollback")
@@ -69,10 +69,10 @@ RUN_KWARGS = {"input", "command", "config", "context", "metadata", "multitask_st
 
 
 def _apply_locally(kwargs: dict[str, Any]) -> dict[str, Any]:
-    """Pause the approval workflow locally, then continue it as the server would with ``kwargs``."""
-    graph = build_approval_graph(InMemorySaver())
+    """Pause chapter 07's approval workflow locally, then continue it as the server would with ``kwargs``."""
+    graph = build_approval_workflow(InMemorySaver())
     config = {"configurable": {"thread_id": "check-12-2"}}
-    graph.invoke({"request": "Book PEK-SFO"}, config)
+    graph.invoke({"request": "PEK-SFO, 1 May, economy"}, config)
     if "command" in kwargs:
         return graph.invoke(Command(**kwargs["command"]), config)
     return graph.invoke(kwargs.get("input"), config)
@@ -105,14 +105,16 @@ def check_resume_kwargs(resume_kwargs: object) -> str:
             json.dumps(kwargs)
         except (TypeError, ValueError):
             raise Fail("the kwargs must be JSON-serializable: they travel over HTTP") from None
-        try:
-            final = _apply_locally(kwargs)
-        except ValueError as error:
-            raise Fail(f"the approve node could not read your resume value: {str(error).splitlines()[0]}") from None
+        final = _apply_locally(kwargs)
         if "__interrupt__" in final:
             raise Fail("the workflow is still paused after your request")
         if final.get("approved") is not approved:
-            raise Fail(f"with approved={approved} the workflow recorded approved={final.get('approved')!r}")
+            sent = command["resume"]
+            if approved:
+                raise Fail(f"with approved=True the workflow recorded approved=False: you resumed with {sent!r:.40}, "
+                           "but chapter 07's approve node approves only the string 'yes': resume with 'yes'")
+            raise Fail(f"with approved=False the workflow recorded approved=True: you resumed with {sent!r:.40}; "
+                       "to reject, resume with anything but 'yes', e.g. 'no'")
     return "command={'resume': ...} continues the paused node, for both decisions"
 
 

@@ -32,8 +32,12 @@ def command_object(approved):
     return {"command": Command(resume=approved)}
 
 
-def maybe(approved):
-    return {"command": {"resume": "maybe"}}
+def bool_resume(approved):
+    return {"command": {"resume": approved}}
+
+
+def approve_words(approved):
+    return {"command": {"resume": "approve" if approved else "reject"}}
 
 
 def wrong_key(approved):
@@ -99,10 +103,11 @@ WRONG_ANSWERS = {
     ],
     "12.2": [
         ((seed_body,), "article's request"),
-        ((always_yes,), "approved=False"),
+        ((always_yes,), "to reject, resume with anything but 'yes'"),
         ((bare_resume,), "no parameter 'resume'"),
         ((command_object,), "not a langgraph Command object"),
-        ((maybe,), "could not read your resume value"),
+        ((bool_resume,), "approves only the string 'yes'"),
+        ((approve_words,), "approves only the string 'yes'"),
         ((wrong_key,), "goes under 'resume'"),
         ((new_input,), "nothing resumes the paused node"),
     ],
@@ -120,9 +125,9 @@ WRONG_ANSWERS = {
 
 def test_right_answers_pass():
     assert evaluate("12.1", RIGHT_SURVIVES, RIGHT_RUNS).status == PASSED
-    assert evaluate("12.2", lambda approved: {"command": {"resume": approved}}).status == PASSED
-    words = {True: "approve", False: "reject"}
-    assert evaluate("12.2", lambda approved: {"command": {"resume": words[approved]}}).status == PASSED
+    assert evaluate("12.2", lambda approved: {"command": {"resume": "yes" if approved else "no"}}).status == PASSED
+    # Only "yes" approves (chapter 07's approve node): any other rejection value is right too.
+    assert evaluate("12.2", lambda approved: {"command": {"resume": "yes" if approved else False}}).status == PASSED
 
     def safe(tenant, request):
         meta = {k: request[k] for k in ("trip", "kind") if k in request}

@@ -1,41 +1,38 @@
-"""helpers.agent_graphs: the approval workflow runs locally, and the auth handlers draw the tenant boundary.
+"""helpers.agent_graphs: it serves chapter 07's approval workflow, and its auth handlers draw the tenant boundary.
 
 The handlers are plain async functions, so they are called here directly with the context
 the server would pass; chapter 12 shows them working inside a real `langgraph dev` server.
 """
 
+import ast
 import asyncio
+import inspect
 from types import SimpleNamespace
 
 import pytest
-from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.types import Command
 from langgraph_sdk import Auth
 
-from helpers import agent_graphs
+from helpers import agent_graphs, approval_workflow
 
 
 def run(coroutine):
     return asyncio.run(coroutine)
 
 
-def test_approval_graph_pauses_then_approves_or_rejects():
-    for answer, approved in (("yes", True), ("no", False)):
-        graph = agent_graphs.build_approval_graph(InMemorySaver())
-        config = {"configurable": {"thread_id": answer}}
-        paused = graph.invoke({"request": "  Book   PEK-SFO "}, config)
-        assert paused["__interrupt__"][0].value == {"question": agent_graphs.APPROVAL_QUESTION,
-                                                    "request": "Book PEK-SFO"}
-        done = graph.invoke(Command(resume=answer), config)
-        assert done["approved"] is approved
-        assert (done["result"] is not None) is approved  # analyze runs only when approved
+def test_the_served_approval_graph_is_chapter_07s_workflow():
+    served = agent_graphs.approval_graph
+    assert served.builder.state_schema is approval_workflow.TripApproval
+    assert served.get_graph().draw_mermaid() == approval_workflow.build_approval_workflow().get_graph().draw_mermaid()
+    paused = served.invoke({"request": "PEK-SFO, 1 May"})  # pauses even without a checkpointer
+    assert paused["__interrupt__"][0].value == {"action": "approve_booking", "request": "PEK-SFO, 1 May",
+                                                "doc_count": 3}
 
 
-def test_approval_decision_refuses_typos():
-    assert agent_graphs.approval_decision({"approved": True}) is True
-    assert agent_graphs.approval_decision(" Reject ") is False
-    with pytest.raises(ValueError):
-        agent_graphs.approval_decision("maybe")
+def test_no_second_approval_graph_is_wired_here():
+    tree = ast.parse(inspect.getsource(agent_graphs))
+    names = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+    assert "StateGraph" not in names and "interrupt" not in names
+    assert not [node.name for node in tree.body if isinstance(node, ast.ClassDef)]
 
 
 def test_served_graphs_have_no_checkpointer():

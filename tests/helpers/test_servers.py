@@ -29,7 +29,8 @@ from langgraph.types import Command
 from langgraph_sdk import get_sync_client
 
 from helpers import servers
-from helpers.agent_graphs import GRAPHS, build_approval_graph
+from helpers.agent_graphs import GRAPHS
+from helpers.approval_workflow import build_approval_workflow
 from helpers.servers import (
     PortInUseError,
     RunningServer,
@@ -117,12 +118,12 @@ def test_postgres_never_runs_as_root(pg: RunningServer) -> None:
 def test_postgres_saver_keeps_an_interrupted_run(pg: RunningServer) -> None:
     with PostgresSaver.from_conn_string(pg.url) as saver:
         saver.setup()
-        graph = build_approval_graph(saver)
+        graph = build_approval_workflow(saver)
         config = {"configurable": {"thread_id": "approval-1"}}
-        graph.invoke({"request": "book a flight"}, config)
+        graph.invoke({"request": "PEK-SFO, 1 May"}, config)
         assert graph.get_state(config).next == ("approve",)
         final = graph.invoke(Command(resume="yes"), config)
-    assert final["approved"] is True and final["result"].startswith("Analysed 'book a flight'")
+    assert final["approved"] is True and final["analysis"] == "book Air B at 540 EUR (cheapest of 3)"
 
 
 # --- Agent Server ------------------------------------------------------------------------
@@ -136,34 +137,25 @@ def test_agent_server_is_healthy_and_serves_the_course_graphs(api: RunningServer
     assert {a["graph_id"] for a in client.assistants.search()} == set(GRAPHS)
 
 
-def test_sdk_runs_the_approval_graph_to_the_interrupt_and_resumes(api: RunningServer) -> None:
+def test_sdk_runs_chapter_07s_approval_workflow_to_the_interrupt_and_resumes(api: RunningServer) -> None:
     client = get_sync_client(url=api.url)
     thread_id = client.threads.create()["thread_id"]
 
-    paused = client.runs.wait(thread_id, "approval", input={"request": "book a flight"})
-    assert paused["__interrupt__"][0]["value"] == {"question": "Approve this request?", "request": "book a flight"}
+    paused = client.runs.wait(thread_id, "approval", input={"request": "PEK-CDG, 1 May"})
+    assert paused["__interrupt__"][0]["value"] == {"action": "approve_booking", "request": "PEK-CDG, 1 May",
+                                                   "doc_count": 2}
     assert client.threads.get_state(thread_id)["next"] == ["approve"]
     assert client.threads.get(thread_id)["status"] == "interrupted"
 
     done = client.runs.wait(thread_id, "approval", command={"resume": "yes"})
-    assert done == {"request": "book a flight", "approved": True,
-                    "result": "Analysed 'book a flight': 3 words, 13 characters."}
+    assert done == {"request": "PEK-CDG, 1 May", "documents": ["Air D: 480", "Air E: 455"], "approved": True,
+                    "analysis": "book Air E at 455 EUR (cheapest of 2)"}
     assert client.threads.get(thread_id)["status"] == "idle"
 
-
-def test_rejection_ends_the_approval_graph() -> None:
-    # The graph's reject path needs no server (the server path is chapter 12's and
-    # test_multitask's job); only the approve path above goes over HTTP.
-    from langgraph.checkpoint.memory import InMemorySaver
-    from langgraph.types import Command
-
-    from helpers.agent_graphs import build_approval_graph
-
-    graph = build_approval_graph(InMemorySaver())
-    config = {"configurable": {"thread_id": "reject"}}
-    graph.invoke({"request": "delete everything"}, config)
-    done = graph.invoke(Command(resume=False), config)
-    assert done == {"request": "delete everything", "approved": False, "result": None}
+    rejected = client.threads.create()["thread_id"]
+    client.runs.wait(rejected, "approval", input={"request": "PEK-SFO"})
+    done = client.runs.wait(rejected, "approval", command={"resume": "approve"})  # only "yes" approves
+    assert done["approved"] is False and "analysis" not in done
 
 
 def test_agent_server_serves_a_graph_file_relative_to_cwd(tmp_path: Path) -> None:
