@@ -13,7 +13,7 @@ and what it holds. ``tests/course/test_architecture.py`` keeps the chapter lists
     agent_graphs            12        the Agent Server's graphs (07's approval workflow, chat) and auth handlers
     appendix_graphs         12        a graph that stays busy until a test or cell releases it
     approval_workflow       07 12     the booking-approval workflow with interrupts (saved from 07)
-    booking_crashes         06        real crashes in forked children: lost writes, idempotency keys
+    booking_crashes         06        real crashes in forks of the kernel: lost writes, idempotency keys
     business_ids            10        ID properties, personal-data footprints, the hold graph
     checkpoint_anatomy      02        structural views of a checkpoint and of a saver's tables
     checkpoint_ids          04        uuid6 checkpoint IDs read field by field; the parent chain
@@ -36,8 +36,8 @@ and what it holds. ``tests/course/test_architecture.py`` keeps the chapter lists
     ledger_service          10        the ledger in front of a real chat graph, and its dispatcher CLI
     multitask               12        double-texting on the Agent Server, made deterministic
     namespaces              05        the trip planner's nested subgraphs (saved from 05), namespace views
-    preloaded_processes     10        child processes forked from a server that imported LangGraph once
-    processes               00 01 03 07 11   real child Python processes
+    preloaded_processes     07 10     child processes forked from a server that imported LangGraph once
+    processes               00 01 03 11   real child Python processes (fresh interpreters)
     serializer_safety       11        custom types in state, the msgpack allowlist, the advisories
     servers                 11 12     a private PostgreSQL and a local Agent Server, always stopped
     state_growth            11        trimming, summaries, references instead of content

@@ -20,6 +20,8 @@ both identical):
   ``helpers.agent_graphs`` as ``approval_graph = approval_workflow.build_approval_workflow()``.
   :data:`NODE_CALLS` only counts node starts in the current process, so that a process
   can report what it ran itself; the workflow does not depend on it.
+- :func:`start_workflows`: what the chapter's "process 1" runs before it exits: four
+  requests on a SQLite file, each paused in ``approve``.
 
 Plumbing: :class:`Outbox` / :func:`send_confirmation` (a counted stand-in for sending an
 e-mail, used by exercise 07.3).
@@ -33,6 +35,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypedDict
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, interrupt
@@ -151,6 +154,20 @@ def build_approval_workflow(checkpointer: BaseCheckpointSaver | None = None) -> 
     builder.add_conditional_edges("approve", route_after_approval, ["analyze", END])
     builder.add_edge("analyze", END)
     return builder.compile(checkpointer=checkpointer)
+
+
+def start_workflows(db_path: str) -> None:
+    """Process 1: four booking requests on a SQLite file, each on its own thread, each until it pauses."""
+    requests = [("booking-101", "PEK-SFO, 2 travellers"), ("booking-102", "PEK-CDG, 1 traveller"),
+                ("booking-103", "PEK-SFO, 1 traveller"), ("booking-104", "PEK-CDG, 3 travellers")]
+    with SqliteSaver.from_conn_string(db_path) as saver:
+        graph = build_approval_workflow(saver)
+        for thread_id, request in requests:
+            stamp = {} if thread_id == "booking-104" else {"graph_version": "approval-v1"}  # an older client
+            config = {"configurable": {"thread_id": thread_id}, "metadata": stamp}
+            result = graph.invoke({"request": request}, config)
+            print(thread_id, "paused, asking:", result["__interrupt__"][0].value)
+    print("node calls in the child:", dict(NODE_CALLS))
 
 
 # -- plumbing: a counted stand-in for sending e-mail -----------------------------------

@@ -4,10 +4,11 @@
 write survive?); :func:`booking_crash_trials` crashes a booking right after the stand-in
 airline booked (does an idempotency key come back the same on resume?). The child runs a
 graph from :mod:`helpers.fare_lookup_graphs` on a SQLite file and dies with ``os._exit``;
-this process then reads the file and resumes. Forking costs milliseconds (a fresh
-interpreter would import LangGraph again, about a second) and passes the chapter's
-functions to the child as they are, the learner's idempotency key included. It needs
-``os.fork`` (Linux, macOS, WSL, Binder) and says so elsewhere.
+this process then reads the file and resumes. The child is a fork of the notebook's
+kernel (:func:`fork_child`): that costs milliseconds (a fresh interpreter would import
+LangGraph again, about a second) and passes the chapter's functions to the child as they
+are, the learner's idempotency key included, which no other interpreter could import. It
+needs ``os.fork`` (Linux, macOS, WSL, Binder) and says so when it is missing.
 """
 
 from __future__ import annotations
@@ -87,7 +88,15 @@ def open_sqlite_saver(db_path: str | Path) -> SqliteSaver:
 
 
 def fork_child(target: Callable[..., None], *args: Any, log_path: str | Path) -> int:
-    """Start ``target(*args)`` in a forked child process; return its pid.
+    """Start ``target(*args)`` in a child forked from this very process (the notebook's kernel); its pid.
+
+    Why a fork of the kernel, and not :class:`helpers.preloaded_processes.ProcessServer`
+    (chapters 08 and 10) or a fresh interpreter: the targets get functions defined in the
+    notebook, the learner's ``idempotency_key`` of exercise 06.3 among them. Such a
+    function exists only in the kernel's memory; it cannot be imported by, or sent as JSON
+    to, another interpreter, and a fork copies it as it is. So this needs ``os.fork``
+    (Linux, macOS, WSL, Binder) and raises RuntimeError without it. The child only runs
+    ``target`` and ends: the kernel's other threads do not exist in it.
 
     The child's stdout and stderr go to ``log_path``; it ends with ``os._exit`` (0 when
     ``target`` returns, 1 when it raises), so it never runs this process's cleanup.

@@ -11,7 +11,8 @@
   and logs what it saw. :func:`crash_inside_hold` crashes a real child process inside that
   node (``os._exit``, default durability, a saver with a remote database's write latency),
   resumes the run in this process and returns what the node saw both times.
-  The child starts from :mod:`helpers.preloaded_processes` (LangGraph already imported).
+  The child is forked from an open :class:`helpers.preloaded_processes.ProcessServer` of
+  this process that preloaded this module (chapter 10's), else from one made for it.
   :func:`label_values` turns logged IDs into stable labels.
 * :data:`ACCEPT_SCHEMA` / :func:`open_commands_table`: the minimal ``commands`` table of
   exercise 10.1, on an autocommit connection (each statement commits on its own).
@@ -204,16 +205,17 @@ def _crash_in_hold(path: str, seen: str, ledger_run_id: str, delay: float) -> No
 def crash_inside_hold(directory: str | Path, ledger_run_id: str, *, delay: float = 0.05) -> list[ExecutionInfo]:
     """What ``hold_outbound`` saw before a real crash inside it, and when the run was delivered again.
 
-    A child process runs the hold graph under the default durability on a SQLite file whose
-    writes take ``delay`` seconds longer; the node calls ``os._exit`` at once. This process
-    then delivers the command again, as a dispatcher would: ``invoke(None, ...)`` if a
-    checkpoint survived, else the input again, with the same ledger run ID and a new
-    LangGraph run ID. Returns the two ExecutionInfo objects the node got.
+    A child process (forked by :func:`helpers.preloaded_processes.server_for`'s server) runs
+    the hold graph under the default durability on a SQLite file whose writes take ``delay``
+    seconds longer; the node calls ``os._exit`` at once. This process then delivers the
+    command again, as a dispatcher would: ``invoke(None, ...)`` if a checkpoint survived,
+    else the input again, with the same ledger run ID and a new LangGraph run ID. Returns
+    the two ExecutionInfo objects the node got.
     """
     folder = Path(directory)
     path, seen = folder / "holds.db", folder / "seen-before-crash.json"
-    [code] = preloaded_processes.wait([preloaded_processes.start(_crash_in_hold, str(path), str(seen), ledger_run_id,
-                                                                  delay)])
+    with preloaded_processes.server_for([__name__]) as server:
+        code = server.run(_crash_in_hold, str(path), str(seen), ledger_run_id, delay)
     if code != 17:
         raise RuntimeError(f"the crashing child exited with {code}, not 17: it never reached the node")
     before = ExecutionInfo(**json.loads(seen.read_text(encoding="utf-8")))

@@ -11,7 +11,8 @@ after a real crash.
 - :class:`CrashLab` (or :func:`crash_experiment` for one experiment) runs :class:`CrashRun`
   workers in parallel, each a real OS process whose node ``c`` kills it while it runs
   ``a → b → c → d`` on its own SQLite file. Another process then opens each file, reports
-  what survived and recovers the run (:class:`CrashResult`). :func:`survival_rows` and
+  what survived and recovers the run (:class:`CrashResult`). All of them are forked from
+  one :class:`helpers.preloaded_processes.ProcessServer` that imported LangGraph once. :func:`survival_rows` and
   :func:`outcome_rows` turn results into tables; :func:`survival_facts` and
   :func:`recovery_laws` give the properties that hold whatever the timing.
 - What each mode costs is measured by :mod:`helpers.durability_costs`.
@@ -24,19 +25,15 @@ from __future__ import annotations
 import json
 import operator
 import os
-import queue
 import sqlite3
-import subprocess
 import sys
 import tempfile
-import threading
 import time
-import traceback
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import IO, Annotated, Any, TypedDict
+from typing import Annotated, Any, TypedDict
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
@@ -47,6 +44,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
+from . import preloaded_processes
 from .counting_saver import CountingSaver
 
 MODES = ("sync", "async", "exit")
@@ -245,113 +243,58 @@ def examine(folder: str | Path, number: int, run: CrashRun, exit_code: int) -> C
                        trip=trip, task_id_kept=crashed_task is not None and crashed_task == recovered_task)
 
 
-def _report(folder: str | Path, number: int, run: CrashRun, exit_code: int) -> None:
-    """Write worker ``number``'s result file: its exit code, and what examining it found if it crashed."""
+def _crash_worker(folder: str, number: int, spec: dict[str, Any]) -> None:
+    """A worker child: :func:`crash_run` for the run described by ``spec`` (a CrashRun as a dict)."""
+    crash_run(folder, number, CrashRun(**{**spec, "nodes": tuple(spec["nodes"])}))
+
+
+def _examine_worker(folder: str, number: int, spec: dict[str, Any], exit_code: int) -> None:
+    """An examining child: write worker ``number``'s result file (what :func:`examine` found if it crashed)."""
+    run = CrashRun(**{**spec, "nodes": tuple(spec["nodes"])})
     found = asdict(examine(folder, number, run, exit_code)) if exit_code == CRASH_EXIT_CODE else {}
     worker_files(folder, number)[3].write_text(json.dumps({"exit_code": exit_code, **found}), encoding="utf-8")
 
 
-LAB_CODE = """
-import os, sys
-from helpers.durability_experiments import crash_workers
-for line in sys.stdin:  # one experiment per line; the lab ends when its stdin closes
-    try:
-        crash_workers(*line.rstrip("\\n").split("\\t", 1))
-        print("done", flush=True)
-    except Exception as exc:
-        print("failed", repr(exc).replace("\\n", " "), flush=True)
-os._exit(0)  # nothing left to flush or clean up: skip tearing down the imported modules
-"""
-
-
-def crash_workers(folder: str | Path, runs_json: str) -> None:
-    """Lab side: crash every worker at once, then examine each file from another process.
-
-    The lab process imported LangGraph once, when it started. With ``os.fork`` (Linux,
-    macOS) it forks one watcher per run (the lab itself never starts a thread, so forking is
-    safe); each watcher forks the worker, waits for it to die, then opens the worker's file,
-    recovers the run and writes the worker's result file. So the watchers work in parallel,
-    and every file is read by a process that did not write it. Without ``fork`` the workers
-    are fresh interpreters and the lab examines their files one after the other (slower,
-    same result).
-    """
-    runs = [CrashRun(**{**spec, "nodes": tuple(spec["nodes"])}) for spec in json.loads(runs_json)]
-    if hasattr(os, "fork"):
-        watchers = []
-        for number, run in enumerate(runs):
-            watcher = os.fork()
-            if watcher == 0:
-                status = 1
-                try:
-                    worker = os.fork()
-                    if worker == 0:
-                        try:
-                            crash_run(folder, number, run)
-                        except BaseException:
-                            traceback.print_exc()
-                        os._exit(1)  # only reached if the crash did not happen
-                    _report(folder, number, run, os.waitstatus_to_exitcode(os.waitpid(worker, 0)[1]))
-                    status = 0
-                except BaseException:
-                    traceback.print_exc()
-                os._exit(status)
-            watchers.append(watcher)
-        failed = [pid for pid in watchers if os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) != 0]
-        if failed:
-            raise RuntimeError(f"{len(failed)} watcher(s) failed; see the lab's log")
-    else:  # pragma: no cover - platforms without fork
-        code = ("import json, sys\nfrom helpers.durability_experiments import CrashRun, crash_run\n"
-                "spec = json.loads(sys.argv[3])\n"
-                "crash_run(sys.argv[1], int(sys.argv[2]), CrashRun(**{**spec, 'nodes': tuple(spec['nodes'])}))")
-        workers = [subprocess.Popen([sys.executable, "-c", code, str(folder), str(number), json.dumps(asdict(run))])
-                   for number, run in enumerate(runs)]
-        for number, (run, worker) in enumerate(zip(runs, workers, strict=True)):
-            _report(folder, number, run, worker.wait())
-
-
 class CrashLab:
-    """A child process that imports LangGraph as soon as it is made, then crashes workers on request.
+    """Crash workers on request, each a real process forked from a server that imported LangGraph once.
 
-    Made early (chapter 08's setup cell), its import overlaps with the chapter, so the crash
-    experiment itself takes well under a second. :meth:`run` runs one experiment in a new
-    folder inside ``workdir``; :meth:`close` (or leaving a ``with`` block) ends the lab. If
-    the notebook's kernel dies first, the lab's stdin closes and it ends by itself.
+    Made early (chapter 08's setup cell), the server's import overlaps with the chapter, so
+    the crash experiment itself takes about a second. :meth:`run` runs one experiment in a
+    new folder inside ``workdir``: every worker at once, each forked from the server
+    (:class:`helpers.preloaded_processes.ProcessServer`), and when all have died, one more
+    child per worker opens its file, recovers the run and writes what it found; so every
+    file is read by a process that did not write it. The children's output (a traceback, if
+    any) goes to :attr:`log_path`. :meth:`close` (or leaving a ``with`` block) ends the
+    server; if the notebook's kernel dies first, the server ends by itself.
     """
 
     def __init__(self, workdir: str | Path) -> None:
         self.workdir = Path(workdir)
         self.log_path = self.workdir / "crash-lab.log"
-        self._log = open(self.log_path, "a", encoding="utf-8")  # the workers' tracebacks, if any
-        self.process = subprocess.Popen([sys.executable, "-c", LAB_CODE], stdin=subprocess.PIPE,
-                                        stdout=subprocess.PIPE, stderr=self._log, text=True,
-                                        env={**os.environ, "PYTHONUNBUFFERED": "1"})
-        self._replies: queue.Queue[str] = queue.Queue()
-        # the reader holds only the pipe and the queue, so a lab nobody refers to any more is
-        # collected, its stdin closes, and its process ends
-        threading.Thread(target=_pump_lines, args=(self.process.stdout, self._replies), daemon=True).start()
+        self.server = preloaded_processes.ProcessServer([__name__], log=self.log_path)
         self.experiments = 0
 
     def run(self, runs: Sequence[CrashRun], timeout: float = 120) -> list[CrashResult]:
         """Crash every run's worker (all in parallel) and examine what each left behind.
 
-        Raises RuntimeError if the lab fails or a worker did not end with :data:`CRASH_EXIT_CODE`.
+        Raises RuntimeError if an examination fails or a worker did not end with :data:`CRASH_EXIT_CODE`.
         """
         labels = [run.label for run in runs]
         if len(set(labels)) != len(labels):
             raise ValueError(f"labels must be unique: {labels}")
-        if self.process.poll() is not None or self.process.stdin is None:
+        if not self.server.is_open:
             raise RuntimeError("this crash lab is closed; make a new one")
         self.experiments += 1
-        folder = Path(tempfile.mkdtemp(prefix=f"crash-{self.experiments}-", dir=self.workdir))
-        self.process.stdin.write(f"{folder}\t{json.dumps([asdict(r) for r in runs])}\n")
-        self.process.stdin.flush()
-        try:
-            reply = self._replies.get(timeout=timeout)
-        except queue.Empty:
-            raise RuntimeError(f"no answer from the crash lab within {timeout} s") from None
-        if reply != "done":
+        folder = tempfile.mkdtemp(prefix=f"crash-{self.experiments}-", dir=self.workdir)
+        specs = [asdict(run) for run in runs]
+        log, server = self.log_path, self.server
+        codes = server.wait([server.start(_crash_worker, folder, n, spec, log=log) for n, spec in enumerate(specs)],
+                            timeout)
+        examined = server.wait([server.start(_examine_worker, folder, n, spec, code, log=log)
+                                for n, (spec, code) in enumerate(zip(specs, codes, strict=True))], timeout)
+        if any(examined):
             tail = "\n".join(self.log_path.read_text(encoding="utf-8").strip().splitlines()[-10:])
-            raise RuntimeError(f"the crash lab {reply}\n{tail}")
+            raise RuntimeError(f"examining a crashed worker failed (exit codes {examined}):\n{tail}")
         results = []
         for number, run in enumerate(runs):
             found = json.loads(worker_files(folder, number)[3].read_text(encoding="utf-8"))
@@ -362,36 +305,15 @@ class CrashLab:
             results.append(CrashResult(**{**found, **tuples, "run": run}))
         return results
 
-    def close(self, timeout: float = 10) -> int:
-        """End the lab (it exits when its stdin closes) and return its exit code."""
-        if self.process.stdin is not None and not self.process.stdin.closed:
-            self.process.stdin.close()
-        try:
-            code = self.process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.process.kill()  # only this lab's own process, by its handle
-            code = self.process.wait()
-        if self.process.stdout is not None:
-            self.process.stdout.close()
-        self._log.close()
-        return code
-
-    def __del__(self) -> None:
-        stdin = getattr(getattr(self, "process", None), "stdin", None)
-        if stdin is not None and not stdin.closed:
-            stdin.close()  # a forgotten lab ends: its process sees the end of its input
+    def close(self) -> int:
+        """End the lab's server; its exit code (0 when all went well)."""
+        return self.server.close()
 
     def __enter__(self) -> CrashLab:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
-
-
-def _pump_lines(stream: IO[str] | None, replies: queue.Queue[str]) -> None:
-    for line in stream or ():
-        replies.put(line.strip())
-    replies.put("failed the lab process ended")
 
 
 def crash_experiment(workdir: str | Path, runs: Sequence[CrashRun], timeout: float = 120) -> list[CrashResult]:

@@ -11,9 +11,9 @@ chapter; these functions start threads and processes, inject crashes and count o
   :func:`run_rows`: the ``runs`` table of a conversation with checkpoint labels (C0, C1, ...).
 * :func:`crash_then_restart` / :func:`crash_table`: one injected crash point, a restart, a
   dispatcher sweep and the client's retry; the counts that matter.
-* :func:`start_dispatchers` / :func:`wait_dispatchers`: real dispatcher processes
-  (``python -m helpers.ledger_service dispatch``), by default forked from a fork server
-  that has imported LangGraph once (:mod:`helpers.preloaded_processes`).
+* :func:`run_dispatchers`: real dispatcher processes (what ``python -m helpers.ledger_service
+  dispatch`` runs), forked from a :class:`helpers.preloaded_processes.ProcessServer` that
+  has imported :data:`CHILD_PRELOAD` (and so LangGraph) once.
 * :func:`slow_run`: a run that outlives its lease, with and without renewal, on a
   :class:`helpers.ledger.ManualClock` (no waiting).
 """
@@ -21,8 +21,6 @@ chapter; these functions start threads and processes, inject crashes and count o
 from __future__ import annotations
 
 import sqlite3
-import subprocess
-import sys
 import tempfile
 import threading
 from collections import Counter
@@ -34,8 +32,8 @@ from typing import Any
 from helpers import checkpoints, ledger, ledger_service, preloaded_processes
 from helpers.ledger_service import ChatService
 
-__all__ = ["check_then_insert_race", "crash_table", "crash_then_restart", "run_rows", "run_together", "slow_run",
-           "start_dispatchers", "status_counts", "table_counts", "unique_keys", "wait_dispatchers"]
+__all__ = ["CHILD_PRELOAD", "check_then_insert_race", "crash_table", "crash_then_restart", "run_dispatchers",
+           "run_rows", "run_together", "slow_run", "status_counts", "table_counts", "unique_keys"]
 
 WINDOW = {"kind": "message", "message_id": "m-1", "text": "I prefer a window seat"}
 
@@ -215,53 +213,32 @@ def crash_table(points: tuple[str, ...], *, dedupe: bool = True) -> list[dict[st
                 conn.close()
 
 
-def start_dispatchers(directory: str | Path, count: int = 2, *, lease: float = 0.5, bill: Path | None = None,
-                      crash_once: Path | None = None, max_seconds: float = 60.0,
-                      fresh_interpreter: bool = False) -> list[Any]:
-    """Start ``count`` dispatcher processes on ``directory``, named D1, D2, ... in the runs table.
+CHILD_PRELOAD = ("helpers.ledger_service", "helpers.business_ids")  # what chapter 10's process server imports
 
-    Each runs ``python -m helpers.ledger_service dispatch DIRECTORY --until-drained ...``:
-    through :mod:`helpers.preloaded_processes` (``main(argv)`` in a child forked from a fork
-    server that has imported LangGraph already), or as a new interpreter with
-    ``fresh_interpreter``. Always end with :func:`wait_dispatchers`.
+
+def run_dispatchers(server: preloaded_processes.ProcessServer, directory: str | Path, count: int = 2, *,
+                    lease: float = 0.5, bill: Path | None = None, crash_once: Path | None = None,
+                    max_seconds: float = 60.0, timeout: float = 90.0) -> list[int]:
+    """Run ``count`` dispatcher processes on ``directory`` at once, named D1, D2, ... in the runs table.
+
+    Each runs what ``python -m helpers.ledger_service dispatch DIRECTORY --until-drained ...``
+    runs (``main(argv)``), in a child forked from ``server`` (which has imported LangGraph
+    already); its output goes to ``DIRECTORY/D<i>.log``. Returns the exit codes in order:
+    0 is a dispatcher that drained the outbox, 17 one that crashed on purpose; anything else
+    raises.
     """
-    runs = []
+    children = []
     for i in range(1, count + 1):
         argv = ["dispatch", str(directory), "--lease", str(lease), "--poll", "0.02", "--until-drained",
                 "--max-seconds", str(max_seconds), "--name", f"D{i}"]
         argv += ["--bill", str(bill)] if bill is not None else []
         argv += ["--crash-once", str(crash_once)] if crash_once is not None else []
-        if fresh_interpreter:
-            runs.append(subprocess.Popen([sys.executable, "-m", "helpers.ledger_service", *argv],
-                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
-        else:
-            runs.append(preloaded_processes.start(ledger_service.main, argv, log=Path(directory) / f"D{i}.log"))
-    return runs
-
-
-def wait_dispatchers(runs: list[Any], timeout: float = 90.0) -> list[int]:
-    """Wait for every dispatcher (killing any left after ``timeout``); their exit codes, in order.
-
-    0 is a dispatcher that drained the outbox, 17 one that crashed on purpose; anything
-    else raises.
-    """
-    children = [r for r in runs if not isinstance(r, subprocess.Popen)]
-    codes = dict(zip(map(id, children), preloaded_processes.wait(children, timeout), strict=True))
-    for run in runs:
-        if isinstance(run, subprocess.Popen):
-            try:
-                _, err = run.communicate(timeout=timeout)
-            finally:
-                if run.poll() is None:
-                    run.kill()
-                    run.wait()
-            codes[id(run)] = run.returncode
-            if run.returncode not in (0, 17):
-                raise RuntimeError(f"dispatcher exited with {run.returncode}:\n{err[-2000:]}")
-    result = [codes[id(r)] for r in runs]
-    if any(code not in (0, 17) for code in result):
-        raise RuntimeError(f"a dispatcher failed: exit codes {result}")
-    return result
+        children.append(server.start(ledger_service.main, argv, log=Path(directory) / f"D{i}.log"))
+    codes = server.wait(children, timeout)
+    if any(code not in (0, 17) for code in codes):
+        logs = "\n".join(Path(directory, f"D{i}.log").read_text(encoding="utf-8")[-1000:] for i in range(1, count + 1))
+        raise RuntimeError(f"a dispatcher failed: exit codes {codes}\n{logs}")
+    return codes
 
 
 def _siblings(service: ChatService, config: dict[str, Any]) -> int:

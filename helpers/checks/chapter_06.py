@@ -212,7 +212,9 @@ def check_idempotency_key(idempotency_key: Any) -> str:
         raise Fail(f"a RetryPolicy retry booked {len(airline.bookings)} times: "
                    f"{_what_changed(idempotency_key, request, seen[0], seen[-1])}")
 
-    # a real crash: a child process dies right after the airline booked (default durability), resumed here
+    # a real crash: a child process dies right after the airline booked (default durability), resumed here.
+    # The child is a fork of this process (booking_crashes.fork_child, needs os.fork): it must run the
+    # learner's idempotency_key, a function defined in the notebook that no other interpreter can import.
     request = _request()
     with tempfile.TemporaryDirectory(prefix="course-06-check-") as workdir:
         # the child's saver takes 1 s per write: the crash surely comes first (under async nothing waits for it)

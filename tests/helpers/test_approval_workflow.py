@@ -1,6 +1,7 @@
 """The approval workflow of chapter 07, in one process and across two, with and without a checkpointer."""
 
 import json
+import os
 
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
@@ -17,7 +18,7 @@ from helpers.approval_workflow import (
     run_and_resume,
     send_confirmation,
 )
-from helpers.processes import run_python
+from helpers.preloaded_processes import ProcessServer
 
 
 def test_approve_and_reject_paths():
@@ -43,21 +44,22 @@ def test_builds_without_a_checkpointer_and_keeps_json_state():
     assert json.loads(json.dumps(result["__interrupt__"][0].value))["doc_count"] == 2
 
 
-def test_paused_in_a_child_process_resumed_here(tmp_path):
-    db = str(tmp_path / "w.db")
-    child = run_python("""
-import sys
-from langgraph.checkpoint.sqlite import SqliteSaver
-from helpers.approval_workflow import NODE_CALLS, build_approval_workflow
-with SqliteSaver.from_conn_string(sys.argv[1]) as saver:
-    build_approval_workflow(saver).invoke({"request": "PEK-SFO"}, {"configurable": {"thread_id": "x"}})
-print(dict(NODE_CALLS))
-""", db)
-    assert child.stdout.strip() == "{'collect': 1, 'approve': 1}"
+@pytest.mark.parametrize("fork", [True, False], ids=["forked-from-the-process-server", "fresh-interpreter"])
+def test_started_in_a_child_process_that_exits_resumed_here(tmp_path, fork):
+    db, log = str(tmp_path / "w.db"), tmp_path / "process-1.log"
+    with ProcessServer(["helpers.approval_workflow"], fork=fork) as server:
+        child = server.start("helpers.approval_workflow:start_workflows", db, log=log)
+        assert child.pid != os.getpid() and server.wait([child]) == [0]
+    lines = log.read_text().splitlines()
+    assert [line.split()[0] for line in lines[:4]] == ["booking-101", "booking-102", "booking-103", "booking-104"]
+    assert lines[4] == "node calls in the child: {'collect': 4, 'approve': 4}"
     NODE_CALLS.clear()
     with SqliteSaver.from_conn_string(db) as saver:
         graph = build_approval_workflow(saver)
-        config = {"configurable": {"thread_id": "x"}}
+        stamps = {t: saver.get_tuple({"configurable": {"thread_id": t}}).metadata.get("graph_version")
+                  for t in ("booking-101", "booking-104")}
+        assert stamps == {"booking-101": "approval-v1", "booking-104": None}
+        config = {"configurable": {"thread_id": "booking-101"}}
         assert graph.get_state(config).next == ("approve",)
         assert graph.invoke(Command(resume="yes"), config)["analysis"].startswith("book Air B")
     assert dict(NODE_CALLS) == {"approve": 1, "analyze": 1}

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import os
+import subprocess
+import sys
 import threading
 import time
 from collections import Counter
@@ -237,23 +238,28 @@ def test_f2_chat_service_renews_in_real_time(tmp_path: Path) -> None:
 
 
 # --------------------------------------------------------------------------- F4 dispatcher processes
-@pytest.mark.parametrize("fresh_interpreter", [False, True], ids=["forked-from-preloaded-server", "python-m-cli"])
-def test_f4_two_dispatcher_processes_survive_a_crash_inside_the_model_call(tmp_path: Path,
-                                                                          fresh_interpreter: bool) -> None:
-    with ChatService(tmp_path) as api:
+@pytest.mark.parametrize("fork", [True, False], ids=["forked-from-the-process-server", "fresh-interpreters"])
+def test_f4_two_dispatcher_processes_survive_a_crash_inside_the_model_call(tmp_path: Path, fork: bool) -> None:
+    with ChatService(tmp_path) as api, preloaded_processes.ProcessServer(lx.CHILD_PRELOAD, fork=fork) as server:
         api.open_conversation("acme", "conv-1")
         api.handle("acme", "K1", "conv-1", WINDOW)
         api.handle("acme", "K2", "conv-1", QUESTION)
         token, bill = tmp_path / "crash.token", tmp_path / "bill.txt"
         token.touch()
-        codes = lx.wait_dispatchers(lx.start_dispatchers(tmp_path, 2, lease=1.0, bill=bill, crash_once=token,
-                                                         fresh_interpreter=fresh_interpreter))
+        codes = lx.run_dispatchers(server, tmp_path, 2, lease=1.0, bill=bill, crash_once=token)
         assert sorted(codes) == [0, 17]  # one was killed inside its first model call
         assert len(bill.read_text().splitlines()) == 3  # K1 was billed twice
         assert [(c.command_id, c.status) for c in api.ledger.list_commands("acme", "conv-1")] == [
             ("K1", "done"), ("K2", "done")]
         runs = [(r.command_id, r.attempt, r.outcome) for r in api.ledger.list_runs("acme", "conv-1")]
         assert runs == [("K1", 1, None), ("K1", 2, "done"), ("K2", 1, "done")]
+        assert "recorded" in (tmp_path / "D1.log").read_text() + (tmp_path / "D2.log").read_text()
+
+
+def test_a_failing_dispatcher_is_reported_with_its_log(tmp_path: Path) -> None:
+    with preloaded_processes.ProcessServer(lx.CHILD_PRELOAD) as server, \
+            pytest.raises(RuntimeError, match=r"exit codes \[2\][\s\S]*--lease: invalid float value"):
+        lx.run_dispatchers(server, tmp_path, 1, lease="soon")  # type: ignore[arg-type]
 
 
 def test_the_dispatch_cli_drains_a_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -264,6 +270,15 @@ def test_the_dispatch_cli_drains_a_directory(tmp_path: Path, capsys: pytest.Capt
     assert "recorded 1 result(s)" in capsys.readouterr().out
     with ChatService(tmp_path) as api:
         assert api.status("acme", "K1").answer == "Noted: a window seat. (reply #1)"
+
+
+def test_the_dispatch_cli_runs_as_python_m(tmp_path: Path) -> None:
+    with ChatService(tmp_path) as api:
+        api.open_conversation("acme", "conv-1")
+        api.handle("acme", "K1", "conv-1", WINDOW)
+    done = subprocess.run([sys.executable, "-m", "helpers.ledger_service", "dispatch", str(tmp_path),
+                           "--until-drained", "--max-seconds", "30"], capture_output=True, text=True, timeout=90)
+    assert (done.returncode, done.stdout) == (0, "recorded 1 result(s)\n"), done.stderr
 
 
 # --------------------------------------------------------------------------- experiments
@@ -278,10 +293,3 @@ def test_check_then_insert_in_three_transaction_styles(tmp_path: Path) -> None:
         lx.check_then_insert_race(tmp_path / "d.db", "optimistic")
 
 
-def test_preloaded_processes_report_exit_codes_and_kill_on_timeout() -> None:
-    assert preloaded_processes.wait([preloaded_processes.start(os._exit, 3), preloaded_processes.start(os._exit, 0)]) \
-        == [3, 0]
-    sleeper = preloaded_processes.start(time.sleep, 30)
-    with pytest.raises(TimeoutError):
-        preloaded_processes.wait([sleeper], timeout=0.5)
-    assert not sleeper.is_alive()
