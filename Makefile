@@ -9,7 +9,7 @@ STAMP := $(VENV)/.helpers-installed
 PY := $(VENV)/bin/python
 PORT ?= 8888
 
-.PHONY: lab test build cheatsheet show-then-save bench coverage progress drift grade-course check-python clean-venv
+.PHONY: lab test test-stress build cheatsheet show-then-save bench coverage progress drift grade-course check-python clean-venv
 
 check-python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "This course needs Python 3.11: install it (e.g. pyenv install 3.11) or run 'make PYTHON=/path/to/python3.11 test'."; exit 1; }
@@ -35,6 +35,10 @@ lab: $(STAMP)
 
 test: $(STAMP)
 	@$(PY) -m pytest
+
+# The grader under load (issue 16): 20 mixed batches while every core is busy; ~30-80 min.
+test-stress: $(STAMP)
+	@$(PY) -m pytest -m slow -n 0 -s tests/course/test_grade_stress.py
 
 build: $(STAMP)
 	@$(PY) -m course.build $(CHAPTERS)
