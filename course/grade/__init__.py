@@ -41,13 +41,16 @@ How a submission is graded
        chapter module imports from other helpers modules is the kernel's shared copy) and
        signs the result with an HMAC key that is random per check cell and appears nowhere
        before that cell runs.
-    4. The notebook runs in a fresh kernel (nbclient; the kernel talks over IPC sockets in
-       a private temporary folder, see :mod:`course.grade.kernels`), working directory a
-       temporary folder, ``allow_errors`` on, one timeout per cell. A cell that times out is
-       interrupted; if the kernel does not answer afterwards it is restarted and the earlier
-       non-check cells are replayed, so later exercises are still graded. A kernel that
-       dies (``os._exit``, out of memory) makes that exercise and all later ones ``error``;
-       the next submission is graded normally. Captured output is capped per cell.
+    4. The notebook runs in a fresh kernel (nbclient) in a private temporary folder: its
+       working directory, its TMPDIR, and the IPC sockets it talks over (no loopback ports,
+       see :mod:`course.grade.kernels`); the folder goes when the kernel stops.
+       ``allow_errors`` is on, one timeout per cell. A cell that times out is interrupted;
+       if the kernel does not answer afterwards it is restarted and the earlier non-check
+       cells are replayed, so later exercises are still graded. A kernel that dies
+       (``os._exit``, out of memory) makes that exercise and all later ones ``error``; the
+       next submission is graded normally. A submission that kills the worker process
+       grading it gets an internal-error row; the others are graded again in a fresh
+       worker. Captured output is capped per cell.
     5. Only signed results from the check cell of each exercise count. A bundle printed by
        an exercise cell, an unsigned or wrongly signed bundle, or a bundle for another
        exercise is ignored; a check cell with no valid result is ``error`` with the reason.
