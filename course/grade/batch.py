@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
+import os
 import shutil
+import signal
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -140,16 +142,45 @@ def grade_paths(paths: Sequence[str], timeout: float = DEFAULT_TIMEOUT, jobs: in
     return [results[i] for i in range(len(paths))]
 
 
+def _worker_signals() -> None:
+    """In a worker process: Ctrl-C is for the main process, which then sends SIGTERM;
+    SIGTERM unwinds the grading (SystemExit), so the worker stops its kernel on the way out."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+
+
+def _exit_on_sigterm(signum: int, frame: Any) -> None:
+    raise SystemExit(128 + signum)
+
+
+def _grade_in_worker(path: str, **kwargs: Any) -> Graded:
+    """:func:`grade_file` in a worker; after a SIGTERM (the kernel is stopped by then) the
+    worker ends instead of taking the next file."""
+    try:
+        return grade_file(path, **kwargs)
+    except SystemExit as stop:
+        os._exit(stop.code if isinstance(stop.code, int) else 1)
+
+
 def _grade_in_workers(pending: list[tuple[int, str]], workers: int, kwargs: dict[str, Any],
                       collect: Callable[[int, Graded], None]) -> None:
     while pending:
         broken: list[tuple[int, str]] = []
         blamed = False
-        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-            futures = [(index, path, pool.submit(grade_file, path, **kwargs)) for index, path in pending]
+        others = set(multiprocessing.active_children())
+        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+                                 initializer=_worker_signals) as pool:
+            try:
+                futures = [(index, path, pool.submit(_grade_in_worker, path, **kwargs)) for index, path in pending]
+            except BaseException:
+                _stop_workers(pool, others)
+                raise
             for index, path, future in futures:
                 try:
                     collect(index, future.result())
+                except KeyboardInterrupt:
+                    _stop_workers(pool, others)
+                    raise
                 except BrokenProcessPool as exc:
                     if workers == 1 and not blamed:  # one worker, files in order: this one killed it
                         blamed = True
@@ -160,6 +191,16 @@ def _grade_in_workers(pending: list[tuple[int, str]], workers: int, kwargs: dict
                 except Exception as exc:  # e.g. the result could not be sent back from the worker
                     collect(index, _failed_in_worker(path, exc))
         pending, workers = broken, 1
+
+
+def _stop_workers(pool: ProcessPoolExecutor, others: set[multiprocessing.process.BaseProcess]) -> None:
+    """Ctrl-C: drop the queued files, SIGTERM the workers (each stops its kernel), wait for them."""
+    pool.shutdown(wait=False, cancel_futures=True)
+    workers = [p for p in multiprocessing.active_children() if p not in others]
+    for worker in workers:
+        worker.terminate()
+    for worker in workers:
+        worker.join(timeout=30)
 
 
 def _failed_in_worker(path: str, exc: BaseException, why: str = "") -> Graded:

@@ -67,16 +67,22 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"cannot write --csv {args.csv}: {exc.strerror or exc}")
     paths = expand(args.submissions)
 
+    results: list[Graded] = []  # in the order given, as they come
+
     def show(graded: Graded) -> None:
+        results.append(graded)
         print(report(graded) + "\n", flush=True)
 
     try:
-        results = grade_paths(paths, timeout=args.timeout, jobs=args.jobs, solutions=args.solutions,
-                              keep=args.keep, on_result=show)
+        grade_paths(paths, timeout=args.timeout, jobs=args.jobs, solutions=args.solutions, keep=args.keep,
+                    on_result=show)
+    except KeyboardInterrupt:
+        print(f"interrupted: {len(results)} of {len(paths)} file(s) graded", file=sys.stderr)
+        return 130
     finally:
         if handle is not None:
             try:
-                write_csv(handle, results if "results" in locals() else [])
+                write_csv(handle, results)
             finally:
                 handle.close()
     total_passed = sum(g.passed for g in results)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import copy
 import time
@@ -88,6 +89,14 @@ def cell_name(plan: Plan, index: int) -> str:
     return f"cell {index}"
 
 
+def _reraise_cancellation() -> None:
+    """nbclient reports a cancelled cell as a dead kernel; a cancelled grading (Ctrl-C, or a
+    worker told to stop) must unwind instead of grading on."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
+
+
 async def _responsive(client: NotebookClient, grace: float) -> bool:
     """True if the kernel answers a trivial request within ``grace`` seconds."""
     kc = client.kc
@@ -124,6 +133,7 @@ async def _restart_and_replay(client: NotebookClient, kernel: GradingKernel, nb:
         try:
             await client.async_execute_cell(copy.deepcopy(cell), j)
         except DeadKernelError:
+            _reraise_cancellation()
             return False
         finally:
             nb.cells[j] = cell  # keep the first run's outputs
@@ -181,6 +191,7 @@ async def _run_cells(client: _CappedClient, kernel: GradingKernel, nb: Any, plan
         try:
             await client.async_execute_cell(cell, index, execution_count=client.code_cells_executed + 1)
         except DeadKernelError:
+            _reraise_cancellation()
             runs[index] = CellRun("dead")
             stopped = f"the kernel died earlier, in {cell_name(plan, index)}"
             continue

@@ -13,6 +13,7 @@ import copy
 import csv
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -506,3 +507,27 @@ def test_a_submission_that_kills_its_worker_does_not_stop_the_batch(tmp_path):
     assert [(r["submission"], r["status"]) for r in rows] == [(killer, "error"), (right, "passed"), (wrong, "failed")]
     assert rows[0]["message"].startswith("internal grader error while grading it in a worker process: "
                                          "BrokenProcessPool")
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_ctrl_c_stops_the_batch_and_leaves_nothing_behind(tmp_path, jobs):
+    """Ctrl-C in the instructor's terminal (SIGINT to the whole process group) while kernels run."""
+    loops = [write(tmp_path, f"00_loop{i}.ipynb", with_answer(learner_00(), RIGHT + "\nwhile True:\n    pass"))
+             for i in range(3)]
+    with tempfile.TemporaryDirectory(prefix="g-", dir="/tmp") as private_tmp:
+        proc = subprocess.Popen([sys.executable, "-m", "course.grade", *loops, "--jobs", str(jobs)], cwd=ROOT,
+                                env={**os.environ, "TMPDIR": private_tmp}, start_new_session=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + 300
+            while not list(Path(private_tmp).glob("**/k/kernel.json")) and time.monotonic() < deadline:
+                time.sleep(0.2)
+            time.sleep(1)
+            os.killpg(proc.pid, signal.SIGINT)
+            _, err = proc.communicate(timeout=120)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+        assert proc.returncode == 130, err
+        assert "interrupted: 0 of 3 file(s) graded" in err
+        assert left_behind(Path(private_tmp)) == []
