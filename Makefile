@@ -36,7 +36,7 @@ lab: $(STAMP)
 test: $(STAMP)
 	@$(PY) -m pytest
 
-# The grader under load (issue 16): 20 mixed batches while every core is busy; ~30-80 min.
+# The grader under load (issue 16): 20 mixed batches while every core is busy (28-46 min on 2 cores).
 test-stress: $(STAMP)
 	@$(PY) -m pytest -m slow -n 0 -s tests/course/test_grade_stress.py
 
