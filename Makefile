@@ -11,7 +11,7 @@ PORT ?= 8888
 # Extra options for `jupyter lab` (the browser test passes --no-browser and its own port).
 LAB_OPTIONS ?=
 
-.PHONY: lab test test-browser dev lint build cheatsheet show-then-save bench coverage progress drift grade-course check-python clean-venv
+.PHONY: lab test test-browser test-stress dev lint build cheatsheet show-then-save bench coverage progress drift grade-course check-python clean-venv
 
 check-python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "This course needs Python 3.11: install it (e.g. pyenv install 3.11) or run 'make PYTHON=/path/to/python3.11 test'."; exit 1; }
@@ -68,6 +68,9 @@ BROWSER_EXTRA = $$($(PY) -c 'import tomllib; print(*tomllib.load(open("pyproject
 test-browser: $(STAMP)
 	@$(PY) -c 'import playwright' 2>/dev/null || $(PY) -m pip install -q $(BROWSER_EXTRA)
 	@COURSE_BROWSER_TESTS=1 $(PY) -m pytest -o addopts="-p no:cacheprovider" tests/browser
+# The grader under load (issue 16): 20 mixed batches while every core is busy (28-46 min on 2 cores).
+test-stress: $(STAMP)
+	@$(PY) -m pytest -m slow -n 0 -s tests/course/test_grade_stress.py
 
 build: $(STAMP)
 	@$(PY) -m course.build $(CHAPTERS)

@@ -8,18 +8,25 @@ whose checks live in tests/course/fixtures/grading/checks/chapter_98.py.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import csv
 import json
+import os
+import signal
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 
 import nbformat
 import pytest
+from nbclient import NotebookClient
 
 from course import grade
 from helpers.checks import MIME_TYPE
+from tests.course.grading_batch import left_behind
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "grading"
@@ -57,9 +64,9 @@ def write(folder: Path, name: str, nb) -> str:
     return str(path)
 
 
-def run_cli(*args, timeout=600):
+def run_cli(*args, timeout=600, env=None):
     return subprocess.run([sys.executable, "-m", "course.grade", *map(str, args)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=timeout)
+                          capture_output=True, text=True, timeout=timeout, env=env)
 
 
 # --------------------------------------------------------------------------- chapter 00, one CLI batch
@@ -330,7 +337,8 @@ def test_chapter98_loop_death_and_recovery(chapter98, tmp_path):
         "98_exit.ipynb": {**good, "98.2": "import os\nos._exit(3)"},
         "98_wrong.ipynb": {"98.1": "answer = 41", "98.3": "word = 'no'"},
     })
-    assert {e: s for e, (s, _) in results["98_all_good.ipynb"].items()} == {"98.1": "passed", "98.2": "passed", "98.3": "passed"}
+    all_good = {e: s for e, (s, _) in results["98_all_good.ipynb"].items()}
+    assert all_good == {"98.1": "passed", "98.2": "passed", "98.3": "passed"}
     for name in ("98_loop.ipynb", "98_stubborn.ipynb", "98_check_loops.ipynb"):
         statuses = {e: s for e, (s, _) in results[name].items()}
         assert statuses == {"98.1": "passed", "98.2": "timeout", "98.3": "passed"}, (name, results[name])
@@ -380,3 +388,146 @@ def test_check_modules_import_the_protocol_relatively():
         text = path.read_text(encoding="utf-8")
         assert "from .protocol import" in text, path.name
         assert "helpers.checks" not in text, f"{path.name}: import the protocol relatively"
+
+
+# --------------------------------------------------------------------------- the grader's own failures (issue 16)
+
+def test_kernel_with_a_short_temp_dir_keeps_its_sockets_inside_its_folder(monkeypatch):
+    with tempfile.TemporaryDirectory(prefix="g-", dir="/tmp") as short:
+        monkeypatch.setattr(tempfile, "tempdir", short)
+        kernel = grade.GradingKernel()
+        assert kernel.short_sockets is None and kernel.manager.ip == str(kernel.folder / "k" / "s")
+        asyncio.run(kernel.stop(NotebookClient(nbformat.v4.new_notebook(), km=kernel.manager)))
+        assert os.listdir(short) == []
+
+
+def test_a_batch_in_a_deep_temp_dir_keeps_its_kernels_in_a_short_folder(tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / ("deep" * 20)))
+    os.mkdir(tempfile.tempdir)
+    scratch = Path(grade.kernels.scratch_folder())
+    try:
+        assert scratch.parent == Path("/tmp") and scratch.name.startswith("lgcourse-batch-")
+        kernel = grade.GradingKernel(str(scratch))
+        assert kernel.short_sockets is None and kernel.folder.parent == scratch
+        asyncio.run(kernel.stop(NotebookClient(nbformat.v4.new_notebook(), km=kernel.manager)))
+    finally:
+        scratch.rmdir()
+
+
+@pytest.mark.skipif(os.name != "posix", reason="IPC sockets are POSIX only; Windows keeps TCP")
+def test_kernel_talks_over_ipc_in_a_private_folder_that_is_removed(tmp_path, monkeypatch):
+    """No loopback ports to lose to another process, no "TCP without encryption" warning,
+    and after stop(): no kernel process, no connection file, no socket, no folder."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    kernel = grade.GradingKernel()
+    client = NotebookClient(nbformat.v4.new_notebook(), km=kernel.manager)
+    seen = {}
+
+    async def run():
+        await kernel.start(client)
+        try:
+            seen["info"] = json.loads(Path(kernel.manager.connection_file).read_text())
+            seen["files"] = sorted(p.name for p in (kernel.folder / "k").iterdir())
+            seen["sockets"] = sorted(p.name for p in kernel.short_sockets.iterdir())
+            outputs = []
+            await client.kc.execute_interactive("import os; print(os.getpid(), os.getcwd())", timeout=60,
+                                                output_hook=outputs.append)
+            seen["pid_cwd"] = next(m["content"]["text"] for m in outputs if m["msg_type"] == "stream").split()
+        finally:
+            await kernel.stop(client)
+
+    asyncio.run(run())
+    assert seen["info"]["transport"] == "ipc"
+    # pytest's tmp_path is deep: the sockets get a short folder of their own (sun_path limit)
+    assert kernel.short_sockets is not None and Path(seen["info"]["ip"]).parent == kernel.short_sockets
+    assert seen["files"] == ["kernel.json"] and len(seen["sockets"]) == 5
+    pid, cwd = seen["pid_cwd"]
+    assert Path(cwd) == kernel.folder / "work"
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(pid), 0)
+    assert list(tmp_path.iterdir()) == [] and not kernel.short_sockets.exists()
+
+
+def test_a_kernel_that_cannot_start_is_an_internal_error_row(tmp_path, monkeypatch):
+    """What a lost port race looked like (issue 16), forced: the kernel exits at start."""
+    fake = tmp_path / "fake"
+    fake.mkdir()
+    (fake / "ipykernel_launcher.py").write_text("raise SystemExit(3)\n", encoding="utf-8")
+    monkeypatch.setenv("PYTHONPATH", str(fake))
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    graded = grade.grade_file(write(tmp_path, "00_sub.ipynb", with_answer(learner_00(), RIGHT)), timeout=30)
+    assert graded.internal_error
+    [row] = graded.rows
+    assert (row.chapter, row.exercise, row.status) == ("00", "", "error")
+    assert row.message.startswith("internal grader error while starting the kernel: RuntimeError: Kernel died")
+    assert list(scratch.iterdir()) == []
+
+
+def test_a_file_that_breaks_the_grader_gets_a_row_and_the_others_are_graded(tmp_path):
+    solutions = tmp_path / "solutions"
+    solutions.mkdir()
+    (solutions / SOLUTION_00.name).write_bytes(SOLUTION_00.read_bytes())
+    (solutions / "97_broken.ipynb").write_text("not JSON", encoding="utf-8")  # a damaged course checkout
+    broken = write(tmp_path, "97_mine.ipynb", nbformat.v4.new_notebook())
+    right = write(tmp_path, "00_right.ipynb", with_answer(learner_00(), RIGHT))
+    out_csv = tmp_path / "grades.csv"
+    proc = run_cli(broken, right, "--solutions", solutions, "--csv", out_csv, "--jobs", 2)
+    assert proc.returncode == 1
+    assert "the grader itself failed on 1 file(s)" in proc.stderr and broken in proc.stderr
+    with open(out_csv, encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [(r["submission"], r["chapter"], r["exercise"], r["status"]) for r in rows] == [
+        (broken, "", "", "error"), (right, "00", "00.1", "passed")]
+    assert rows[0]["message"].startswith("internal grader error while building the graded notebook from "
+                                         "97_broken.ipynb: NotJSONError: ")
+
+
+def test_a_submission_that_kills_its_worker_does_not_stop_the_batch(tmp_path):
+    """The kernel's parent is the worker process grading it: killing it breaks the pool.
+    That file gets an internal-error row; the others are graded again and get theirs."""
+    killer = write(tmp_path, "00_killer.ipynb", with_answer(learner_00(), "import os, signal\n"
+                                                                       "os.kill(os.getppid(), signal.SIGKILL)"))
+    right = write(tmp_path, "00_right.ipynb", with_answer(learner_00(), RIGHT))
+    wrong = write(tmp_path, "00_wrong.ipynb", with_answer(learner_00(), WRONG))
+    out_csv = tmp_path / "grades.csv"
+    with tempfile.TemporaryDirectory(prefix="g-", dir="/tmp") as private_tmp:  # short: the sockets fit inside
+        proc = run_cli(killer, right, wrong, "--csv", out_csv, "--jobs", 2, "--timeout", 30,
+                       env={**os.environ, "TMPDIR": private_tmp})
+        # the orphaned kernels exit by themselves (ipykernel watches its parent), the batch folder is gone
+        for _ in range(30):
+            if not left_behind(Path(private_tmp)):
+                break
+            time.sleep(1)
+        assert left_behind(Path(private_tmp)) == []
+    assert proc.returncode == 1, proc.stderr
+    with open(out_csv, encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [(r["submission"], r["status"]) for r in rows] == [(killer, "error"), (right, "passed"), (wrong, "failed")]
+    assert rows[0]["message"].startswith("internal grader error while grading it in a worker process: "
+                                         "BrokenProcessPool")
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_ctrl_c_stops_the_batch_and_leaves_nothing_behind(tmp_path, jobs):
+    """Ctrl-C in the instructor's terminal (SIGINT to the whole process group) while kernels run."""
+    loops = [write(tmp_path, f"00_loop{i}.ipynb", with_answer(learner_00(), RIGHT + "\nwhile True:\n    pass"))
+             for i in range(3)]
+    with tempfile.TemporaryDirectory(prefix="g-", dir="/tmp") as private_tmp:
+        proc = subprocess.Popen([sys.executable, "-m", "course.grade", *loops, "--jobs", str(jobs)], cwd=ROOT,
+                                env={**os.environ, "TMPDIR": private_tmp}, start_new_session=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + 300
+            while not list(Path(private_tmp).glob("**/k/kernel.json")) and time.monotonic() < deadline:
+                time.sleep(0.2)
+            time.sleep(1)
+            os.killpg(proc.pid, signal.SIGINT)
+            _, err = proc.communicate(timeout=120)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+        assert proc.returncode == 130, err
+        assert "interrupted: 0 of 3 file(s) graded" in err
+        assert left_behind(Path(private_tmp)) == []

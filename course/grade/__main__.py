@@ -1,0 +1,7 @@
+"""``python -m course.grade``: see :mod:`course.grade`."""
+
+import sys
+
+from . import main
+
+sys.exit(main())
