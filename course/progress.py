@@ -17,14 +17,16 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
-from . import grade
 from helpers.checks.protocol import FAILED, NOT_ATTEMPTED, PASSED
 from helpers.text_tables import format_table
 
+from . import grade
 from .layout import NOTEBOOKS
+
 PROBLEMS = (grade.ERROR, grade.TIMEOUT, grade.INVALID)
 
 
@@ -40,7 +42,7 @@ def collect(folder: Path = NOTEBOOKS, solutions: Path = grade.SOLUTIONS, timeout
     present = {number: Path(folder) / path.name for number, path in chapters.items()
                if (Path(folder) / path.name).is_file()}
     graded = dict(zip(present, grade.grade_paths([str(p) for p in present.values()], timeout=timeout,
-                                                 jobs=jobs, solutions=str(solutions))))
+                                                 jobs=jobs, solutions=str(solutions)), strict=True))
     out = []
     for number, solution in chapters.items():
         g = graded.get(number)

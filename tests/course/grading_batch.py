@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
+import psutil
 
 from course import grade
 
@@ -94,15 +95,13 @@ def chapter_01_batch(folder: Path, stubborn: bool = False) -> dict[str, Submissi
 
 
 def left_behind(tmp: Path) -> list[str]:
-    """Files in the grader's private TMPDIR, and (on Linux) processes that still run with that
-    TMPDIR: kernels, their children and worker processes all inherit the environment."""
+    """Files in the grader's private TMPDIR, and processes that still run with that TMPDIR:
+    kernels, their children and worker processes all inherit the environment."""
     found = [f"file {p.name}" for p in tmp.iterdir()]
-    marker = f"TMPDIR={tmp}".encode()
-    for proc in Path("/proc").glob("[0-9]*"):
+    for proc in psutil.process_iter():
         try:
-            if marker in (proc / "environ").read_bytes().split(b"\0"):
-                command = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-                found.append(f"process {proc.name}: {command[:160]}")
-        except OSError:  # gone meanwhile, or not ours to read
+            if proc.environ().get("TMPDIR") == str(tmp):
+                found.append(f"process {proc.pid}: {' '.join(proc.cmdline())[:160]}")
+        except (psutil.Error, OSError):  # gone meanwhile, or not ours to read
             continue
     return found
