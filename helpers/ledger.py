@@ -280,8 +280,11 @@ class Ledger(DeliveryMixin):
 
     def _check_version(self, conn: sqlite3.Connection) -> int:
         """The file's schema version; ``SchemaVersionError`` if this code cannot use it."""
-        version = conn.execute("PRAGMA user_version").fetchone()[0]
-        if version == 0 and conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0]:
+        # One statement, so one snapshot: read apart, another process could create the
+        # schema between the two reads, and a brand-new ledger would look like a foreign file.
+        version, tables = conn.execute(
+            "SELECT (SELECT user_version FROM pragma_user_version), (SELECT COUNT(*) FROM sqlite_master)").fetchone()
+        if version == 0 and tables:
             raise SchemaVersionError(
                 f"{self.path} has tables but no schema version: a ledger from before schema versions, or "
                 f"another database; this code needs version {SCHEMA_VERSION}: use a new file")
