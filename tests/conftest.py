@@ -118,7 +118,8 @@ def pytest_sessionfinish(session, exitstatus):
 
 # Longest scopes first: xdist's loadscope hands out modules and notebooks in collection
 # order, so a long module collected late would run alone at the end of the suite.
-SLOWEST_FIRST = ("tests/course/test_grade.py", "tests/helpers/test_servers.py", "12_agent_server.ipynb",
+SLOWEST_FIRST = ("tests/course/test_grade_batch.py", "tests/course/test_grade_chapters.py",
+                 "tests/course/test_grade_failures.py", "tests/helpers/test_servers.py", "12_agent_server.ipynb",
                  "11_production_backends.ipynb", "tests/helpers/test_multitask.py")
 
 
