@@ -86,17 +86,20 @@ def test_a_submission_that_kills_its_worker_does_not_stop_the_batch(tmp_path):
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_ctrl_c_stops_the_batch_and_leaves_nothing_behind(tmp_path, jobs):
     """Ctrl-C in the instructor's terminal (SIGINT to the whole process group) while kernels run."""
-    loops = [write(tmp_path, f"00_loop{i}.ipynb", with_answer(learner_00(), RIGHT + "\nwhile True:\n    pass"))
-             for i in range(3)]
+    started = tmp_path / "started"
+    started.mkdir()
+    # each loop leaves a file first, so the test knows its kernel is busy without guessing a delay
+    loops = [write(tmp_path, f"00_loop{i}.ipynb", with_answer(learner_00(), RIGHT + (
+        f"\nopen({str(started / str(i))!r}, 'w').close()\nwhile True:\n    pass"))) for i in range(3)]
     with tempfile.TemporaryDirectory(prefix="g-", dir="/tmp") as private_tmp:
         proc = subprocess.Popen([sys.executable, "-m", "course.grade", *loops, "--jobs", str(jobs)], cwd=ROOT,
                                 env={**os.environ, "TMPDIR": private_tmp}, start_new_session=True,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             deadline = time.monotonic() + 300
-            while not list(Path(private_tmp).glob("**/k/kernel.json")) and time.monotonic() < deadline:
-                time.sleep(0.2)
-            time.sleep(1)
+            while len(list(started.iterdir())) < jobs and time.monotonic() < deadline and proc.poll() is None:
+                time.sleep(0.1)
+            assert len(list(started.iterdir())) == jobs, "the loops never started"
             os.killpg(proc.pid, signal.SIGINT)
             _, err = proc.communicate(timeout=120)
         finally:
