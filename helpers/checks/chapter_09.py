@@ -18,7 +18,7 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 
 from ..history_tree import HistoryTree, history_tree
 from ..travel_graphs import stand_in_reply
-from .protocol import Fail, call_answer, exercise, expect_type
+from .protocol import Fail, call_answer, exercise, expect_keys, expect_type
 
 # --------------------------------------------------------------------------- 09.1
 # A three-turn thread: C0..C8 (steps -1..7); C4 (step 3) waits for the second answer.
@@ -28,9 +28,7 @@ EXPECTED_REPLAY = {"C9": ("fork", 4, "C4"), "C10": ("loop", 5, "C9"), "messages"
 @exercise("09.1")
 def check_replay_prediction(answer: Any) -> str:
     expect_type(answer, dict, "the prediction: 'C9', 'C10', 'messages', 'reply_calls'")
-    missing = [k for k in EXPECTED_REPLAY if k not in answer]
-    if missing:
-        raise Fail(f"missing key(s) {missing}; the dict needs {list(EXPECTED_REPLAY)}")
+    expect_keys(answer, EXPECTED_REPLAY)
     for label in ("C9", "C10"):
         value = answer[label]
         if not isinstance(value, (tuple, list)) or len(value) != 3:

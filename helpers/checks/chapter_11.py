@@ -11,7 +11,7 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from ..serializer_safety import Cabin, FareQuote, SeatHold, watch_serde
 from ..state_growth import build_trimming_chat_graph
 from ..travel_graphs import build_chat_graph, say
-from .protocol import Fail, call_answer, exercise, expect_type
+from .protocol import Fail, call_answer, exercise, expect_keys, expect_type
 
 # -- 11.1 ------------------------------------------------------------------------------
 
@@ -165,9 +165,7 @@ def _trimming_truth() -> dict[str, int]:
 @exercise("11.3")
 def check_trimming_prediction(prediction: object) -> str:
     expect_type(prediction, dict, "the four predicted numbers")
-    missing = [k for k in PREDICTION_KEYS if k not in prediction]
-    if missing:
-        raise Fail(f"missing key(s) {missing}; answer with a dict of the four keys in the exercise cell")
+    expect_keys(prediction, PREDICTION_KEYS)
     for key in PREDICTION_KEYS:
         expect_type(prediction[key], int, key)
     truth = _trimming_truth()
