@@ -30,7 +30,7 @@ from pathlib import Path
 
 from jupyter_client import AsyncKernelManager, KernelManager
 from jupyter_core.paths import jupyter_runtime_dir
-from traitlets import default
+from traitlets import HasTraits, default
 
 KERNEL_CLASS = "course.stable_kernel.StableVersionKernel"
 CONFIG_MARKER = "# course: kernels report language_info that is the same on every machine"
@@ -47,12 +47,18 @@ def ipc_connection_file() -> str:
     return str(runtime / f"kernel-{secrets.token_hex(6)}.json")
 
 
-class IpcKernelManager(AsyncKernelManager):
-    """An nbclient-ready kernel manager whose kernel listens on Unix sockets, not TCP.
+class IpcDefaults(HasTraits):
+    """The defaults both course kernel managers share: IPC transport, a fresh connection file.
 
-    Its connection file (and the sockets beside it) go to Jupyter's runtime folder under
-    a fresh name, so parallel kernels never collide, and are removed when the kernel is
-    shut down.
+    The connection file (and the sockets beside it) go to Jupyter's runtime folder under a
+    fresh name, so parallel kernels never collide, and are removed when the kernel is shut
+    down. Configuration (``--KernelManager.transport=tcp``) still overrides both defaults.
+
+    It is a ``HasTraits`` class, not a plain mixin, because traitlets registers an
+    ``@default`` handler only on a class built by its metaclass; and it comes first in the
+    bases, because traitlets looks for a trait's default only in the classes that precede
+    the one declaring the trait (jupyter_client's ``ConnectionFileMixin``) in the MRO.
+    Either mistake silently leaves the TCP default in place.
     """
 
     @default("transport")
@@ -64,16 +70,12 @@ class IpcKernelManager(AsyncKernelManager):
         return ipc_connection_file()
 
 
-class IpcBlockingKernelManager(KernelManager):
+class IpcKernelManager(IpcDefaults, AsyncKernelManager):
+    """An nbclient-ready kernel manager whose kernel listens on Unix sockets, not TCP."""
+
+
+class IpcBlockingKernelManager(IpcDefaults, KernelManager):
     """The same for blocking clients (nbval's)."""
-
-    @default("transport")
-    def _default_transport(self) -> str:
-        return "ipc"
-
-    @default("connection_file")
-    def _default_connection_file(self) -> str:
-        return ipc_connection_file()
 
 
 def kernel_config_path(prefix: str | Path = sys.prefix) -> Path:

@@ -133,6 +133,18 @@ def _durability(mode: Durability | None) -> dict[str, Any]:
     return {} if mode is None else {"durability": mode}
 
 
+def _trial_folders(workdir: str | Path, name: str, modes: Sequence[Durability | None],
+                   trials: int) -> list[tuple[Durability | None, Path]]:
+    """A new, empty folder per mode and trial: ``workdir/<name>-<mode or 'default'>-<trial>``."""
+    folders = []
+    for mode in modes:
+        for trial in range(trials):
+            folder = Path(workdir) / f"{name}-{mode or 'default'}-{trial}"
+            folder.mkdir()
+            folders.append((mode, folder))
+    return folders
+
+
 def _crash_lookups(db_path: Path, mode: Durability | None, writes_delay: float) -> None:
     desk = FlakyDesk(crash=True)  # quote_fare kills the process once the seat write was handed over
     saver = SlowSaver(open_sqlite_saver(db_path), writes_delay=writes_delay)
@@ -153,14 +165,9 @@ def lost_write_trials(workdir: str | Path, modes: Sequence[Durability] = MODES, 
     mode: ``trials``, ``seat write on disk``, ``seat re-ran``, ``fare re-ran`` (each a
     count out of ``trials``).
     """
-    workdir = Path(workdir)
-    jobs = []
-    for mode in modes:
-        for trial in range(trials):
-            folder = workdir / f"lost-write-{mode}-{trial}"
-            folder.mkdir()
-            pid = fork_child(_crash_lookups, folder / "trip.db", mode, writes_delay, log_path=folder / "child.log")
-            jobs.append((mode, folder, pid))
+    jobs = [(mode, folder, fork_child(_crash_lookups, folder / "trip.db", mode, writes_delay,
+                                      log_path=folder / "child.log"))
+            for mode, folder in _trial_folders(workdir, "lost-write", modes, trials)]
     rows = {mode: {"mode": mode, "trials": trials, "seat write on disk": 0, "seat re-ran": 0, "fare re-ran": 0}
             for mode in modes}
     for mode, folder, pid in jobs:
@@ -231,14 +238,9 @@ def booking_crash_trials(workdir: str | Path, key: Callable[[BookState, Executio
     ``book_seat`` reached the file), ``resumed with``, ``attempts`` (the execution info
     and key of the crashed call and of the resumed one) and ``bookings`` at the airline.
     """
-    workdir = Path(workdir)
-    jobs = []
-    for mode in modes:
-        for trial in range(trials):
-            folder = workdir / f"booking-{mode or 'default'}-{trial}"
-            folder.mkdir()
-            pid = fork_child(_crash_booking, folder, request, mode, key, put_delay, log_path=folder / "child.log")
-            jobs.append((mode, folder, pid))
+    jobs = [(mode, folder, fork_child(_crash_booking, folder, request, mode, key, put_delay,
+                                      log_path=folder / "child.log"))
+            for mode, folder in _trial_folders(workdir, "booking", modes, trials)]
     results = []
     for mode, folder, pid in jobs:
         wait_child(pid, folder / "child.log")

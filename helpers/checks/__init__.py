@@ -15,10 +15,11 @@ from .protocol import (
     check,
     evaluate,
     exercise,
+    expect_keys,
     expect_type,
 )
 
 __all__ = [
     "FAILED", "MIME_TYPE", "NOT_ATTEMPTED", "PASSED", "CheckResult", "Fail", "NotAttempted",
-    "call_answer", "check", "evaluate", "exercise", "expect_type",
+    "call_answer", "check", "evaluate", "exercise", "expect_keys", "expect_type",
 ]

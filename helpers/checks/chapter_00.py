@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .protocol import Fail, exercise, expect_type
+from .protocol import Fail, exercise, expect_keys, expect_type
 
 KINDS = ("time", "steps", "failure")
 EXPECTED_KINDS = {"visa": "time", "itinerary": "steps", "laptop": "failure"}
@@ -18,9 +18,7 @@ KIND_HINTS = {
 @exercise("00.1")
 def check_long_task_kinds(answer: Any) -> str:
     expect_type(answer, dict, "scenario name -> 'time', 'steps' or 'failure'")
-    missing = sorted(set(EXPECTED_KINDS) - set(answer))
-    if missing:
-        raise Fail(f"missing scenario(s) {missing}; the dict needs the keys {sorted(EXPECTED_KINDS)}")
+    expect_keys(answer, sorted(EXPECTED_KINDS), "scenario")
     for scenario, kind in sorted(answer.items()):
         if kind not in KINDS:
             raise Fail(f"{scenario!r}: {kind!r} is not one of {list(KINDS)}")

@@ -20,7 +20,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from ..travel_graphs import build_chat_graph, say
-from .protocol import Fail, call_answer, exercise, expect_type
+from .protocol import Fail, call_answer, exercise, expect_keys, expect_type
 
 TURNS = ("I'd like a window seat, please.", "Which seat did I ask for?", "Do you have an aisle seat?")
 
@@ -53,9 +53,7 @@ THIRD_TURN_HINTS = {
 def check_third_turn_prediction(answer: Any) -> str:
     expect_type(answer, dict, 'a dict with the keys "checkpoints", "newest_step", "blobs"')
     truth = third_turn_truth()
-    missing = [k for k in truth if k not in answer]
-    if missing:
-        raise Fail(f"missing key(s) {missing}; the dict needs {list(truth)}")
+    expect_keys(answer, truth)
     for key in truth:
         expect_type(answer[key], int, f"{key}")
     wrong = [k for k in truth if answer[k] != truth[k]]

@@ -24,7 +24,7 @@ from ..fare_lookup_graphs import (
     build_lookup_graph,
     run_until_failure,
 )
-from .protocol import Fail, NotAttempted, call_answer, exercise, expect_type
+from .protocol import Fail, NotAttempted, call_answer, exercise, expect_keys, expect_type
 
 # -- 06.1 ------------------------------------------------------------------------------
 
@@ -34,9 +34,7 @@ EXPECTED_CALLS = {"lookup_seat": 1, "lookup_fare": 3, "lookup_bags": 1, "price_t
 @exercise("06.1")
 def check_predicted_calls(answer: Any) -> str:
     expect_type(answer, dict, "node name -> number of calls")
-    missing = sorted(set(EXPECTED_CALLS) - set(answer))
-    if missing:
-        raise Fail(f"missing node(s) {missing}; give a count for each of {sorted(EXPECTED_CALLS)}")
+    expect_keys(answer, sorted(EXPECTED_CALLS), "node")
     for node in sorted(EXPECTED_CALLS):
         expect_type(answer[node], int, f"the number of calls of {node}")
     for node in ("lookup_seat", "lookup_bags"):

@@ -9,7 +9,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from ..approval_workflow import APPROVAL_REQUESTS, build_chain, build_parallel_approvals, outbox
-from .protocol import Fail, NotAttempted, call_answer, exercise, expect_type
+from .protocol import Fail, NotAttempted, call_answer, exercise, expect_keys, expect_type
 
 # -- 07.1 ------------------------------------------------------------------------------
 
@@ -19,9 +19,7 @@ EXPECTED_PREDICTION = {"starts": 3, "receipts": 2}
 @exercise("07.1")
 def check_prediction(answer: Any) -> str:
     expect_type(answer, dict, "{'starts': ..., 'receipts': ...}")
-    missing = sorted(set(EXPECTED_PREDICTION) - set(answer))
-    if missing:
-        raise Fail(f"missing key(s) {missing}; answer with {{'starts': n, 'receipts': m}}")
+    expect_keys(answer, EXPECTED_PREDICTION)
     expect_type(answer["starts"], int, "how many times the node started")
     expect_type(answer["receipts"], int, "how many receipts were sent")
     if answer["starts"] != 3:

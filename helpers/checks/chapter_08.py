@@ -5,7 +5,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from .protocol import Fail, call_answer, exercise, expect_type
+from .protocol import Fail, call_answer, exercise, expect_keys, expect_type
 
 # -- 08.1: a line of nodes, durability="sync", one node crashes the process ------------------
 # (line, crash node) cases the check runs; the first is the chapter's own experiment.
@@ -89,9 +89,7 @@ MODE_HINTS = {
 @exercise("08.2")
 def check_mode_choices(answer):
     expect_type(answer, dict, "scenario name -> 'sync', 'async' or 'exit'")
-    missing = sorted(set(MODE_CHOICES) - set(answer))
-    if missing:
-        raise Fail(f"missing scenario(s) {missing}; the dict needs the keys {sorted(MODE_CHOICES)}")
+    expect_keys(answer, sorted(MODE_CHOICES), "scenario")
     for scenario in sorted(MODE_CHOICES):
         mode = answer[scenario]
         if mode not in ("sync", "async", "exit"):
@@ -165,9 +163,7 @@ EXIT_HINT = "exit saves nothing until the run ends, and a crash ends nothing cle
 @exercise("08.4")
 def check_possible_modes(answer):
     expect_type(answer, dict, "a dict: finding ('clean', 'partial') -> the set of modes that could explain it")
-    missing = sorted(set(POSSIBLE_MODES) - set(answer))
-    if missing:
-        raise Fail(f"missing finding(s) {missing}; the dict needs the keys {sorted(POSSIBLE_MODES)}")
+    expect_keys(answer, sorted(POSSIBLE_MODES), "finding")
     for finding in ("clean", "partial"):
         expect_type(answer[finding], (set, frozenset, list, tuple), f"the modes that could explain {finding!r}")
         modes = set(answer[finding])

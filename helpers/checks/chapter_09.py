@@ -18,19 +18,28 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 
 from ..history_tree import HistoryTree, history_tree
 from ..travel_graphs import stand_in_reply
-from .protocol import Fail, call_answer, exercise, expect_type
+from .protocol import Fail, call_answer, exercise, expect_keys, expect_type
 
 # --------------------------------------------------------------------------- 09.1
 # A three-turn thread: C0..C8 (steps -1..7); C4 (step 3) waits for the second answer.
 EXPECTED_REPLAY = {"C9": ("fork", 4, "C4"), "C10": ("loop", 5, "C9"), "messages": 4, "reply_calls": 1}
 
 
+def _expect_replay_count(answer: Mapping[str, Any], key: str, what: str, tempting: Mapping[int, str],
+                         why: str) -> None:
+    """``answer[key]`` must equal ``EXPECTED_REPLAY[key]``; a tempting wrong value gets its own hint."""
+    value = answer[key]
+    expect_type(value, int, what)
+    if value in tempting:
+        raise Fail(f"{key} {value}: {tempting[value]}")
+    if value != EXPECTED_REPLAY[key]:
+        raise Fail(f"{key} {value} is off: {why}")
+
+
 @exercise("09.1")
 def check_replay_prediction(answer: Any) -> str:
     expect_type(answer, dict, "the prediction: 'C9', 'C10', 'messages', 'reply_calls'")
-    missing = [k for k in EXPECTED_REPLAY if k not in answer]
-    if missing:
-        raise Fail(f"missing key(s) {missing}; the dict needs {list(EXPECTED_REPLAY)}")
+    expect_keys(answer, EXPECTED_REPLAY)
     for label in ("C9", "C10"):
         value = answer[label]
         if not isinstance(value, (tuple, list)) or len(value) != 3:
@@ -59,20 +68,14 @@ def check_replay_prediction(answer: Any) -> str:
                    "is a 'loop' checkpoint")
     if rerun[1] != 5:
         raise Fail(f"C10's step {rerun[1]!r} is off: its parent C9 has step 4, and each edge adds 1")
-    messages = answer["messages"]
-    expect_type(messages, int, "the number of messages in the result")
-    if messages == 6:
-        raise Fail("6 messages would include the third turn, but that turn lives on the old branch (C6-C8); "
-                   "the replay from C4 only finishes the second turn")
-    if messages != 4:
-        raise Fail(f"{messages} messages is off: C4 holds 3 messages and the replay adds one answer")
-    calls = answer["reply_calls"]
-    expect_type(calls, int, "how many times reply runs")
-    if calls == 0:
-        raise Fail("reply_calls 0: a replay re-executes the nodes after the checkpoint; "
-                   "it does not reuse the stored answer")
-    if calls != 1:
-        raise Fail(f"reply_calls {calls} is off: only nodes after C4 run, and the run stops at END of that turn")
+    _expect_replay_count(answer, "messages", "the number of messages in the result",
+                         tempting={6: "that would include the third turn, but that turn lives on the old branch "
+                                      "(C6-C8); the replay from C4 only finishes the second turn"},
+                         why="C4 holds 3 messages and the replay adds one answer")
+    _expect_replay_count(answer, "reply_calls", "how many times reply runs",
+                         tempting={0: "a replay re-executes the nodes after the checkpoint; "
+                                      "it does not reuse the stored answer"},
+                         why="only nodes after C4 run, and the run stops at END of that turn")
     return "fork copy first, then the re-run; the third turn stays on the old branch"
 
 

@@ -11,7 +11,7 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from ..serializer_safety import Cabin, FareQuote, SeatHold, watch_serde
 from ..state_growth import build_trimming_chat_graph
 from ..travel_graphs import build_chat_graph, say
-from .protocol import Fail, call_answer, exercise, expect_type
+from .protocol import Fail, call_answer, exercise, expect_keys, expect_type
 
 # -- 11.1 ------------------------------------------------------------------------------
 
@@ -143,6 +143,16 @@ def check_allowed_modules(allowed: object) -> str:
 
 PREDICTION_KEYS = ("checkpoints after 5 turns", "messages after 5 turns", "checkpoints at the end",
                    "messages at the end")
+# Why each number is what it is, in the order a wrong prediction is reported (the trimming first).
+TRIMMING_HINTS = {
+    "messages after 5 turns":
+        "keep=4: the node keeps the newest 3 and adds its reply, so the state never holds more than 4",
+    "checkpoints after 5 turns":
+        "Trimming changes what the state holds, not how many checkpoints a turn writes: input, reply step, end "
+        "(3 per turn)",
+    "checkpoints at the end": "delete_thread removed the whole history; only the one new turn is left",
+    "messages at the end": "After delete_thread the thread starts empty: one question and one reply",
+}
 
 
 def _trimming_truth() -> dict[str, int]:
@@ -165,22 +175,11 @@ def _trimming_truth() -> dict[str, int]:
 @exercise("11.3")
 def check_trimming_prediction(prediction: object) -> str:
     expect_type(prediction, dict, "the four predicted numbers")
-    missing = [k for k in PREDICTION_KEYS if k not in prediction]
-    if missing:
-        raise Fail(f"missing key(s) {missing}; answer with a dict of the four keys in the exercise cell")
+    expect_keys(prediction, PREDICTION_KEYS)
     for key in PREDICTION_KEYS:
         expect_type(prediction[key], int, key)
     truth = _trimming_truth()
-    if prediction["messages after 5 turns"] != truth["messages after 5 turns"]:
-        raise Fail(f"messages after 5 turns = {prediction['messages after 5 turns']}? keep=4: the node keeps the "
-                   "newest 3 and adds its reply, so the state never holds more than 4")
-    if prediction["checkpoints after 5 turns"] != truth["checkpoints after 5 turns"]:
-        raise Fail(f"checkpoints after 5 turns = {prediction['checkpoints after 5 turns']}? Trimming changes what the "
-                   "state holds, not how many checkpoints a turn writes: input, reply step, end (3 per turn)")
-    if prediction["checkpoints at the end"] != truth["checkpoints at the end"]:
-        raise Fail(f"checkpoints at the end = {prediction['checkpoints at the end']}? delete_thread removed the whole "
-                   "history; only the one new turn is left")
-    if prediction["messages at the end"] != truth["messages at the end"]:
-        raise Fail(f"messages at the end = {prediction['messages at the end']}? After delete_thread the thread starts "
-                   "empty: one question and one reply")
+    for key, why in TRIMMING_HINTS.items():
+        if prediction[key] != truth[key]:
+            raise Fail(f"{key} = {prediction[key]}? {why}")
     return "15 checkpoints and 4 messages, then 3 and 2: trimming bounds the state, deleting bounds the history"

@@ -14,7 +14,7 @@ hint that tells the learner what to try next. The stub the learner starts from i
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -90,6 +90,17 @@ def expect_type(value: Any, expected: type | tuple[type, ...], what: str) -> Non
     if not isinstance(value, expected):
         names = " or ".join(t.__name__ for t in (expected if isinstance(expected, tuple) else (expected,)))
         raise Fail(f"expected {_article(names)} {names} ({what}), got {type(value).__name__} {_short(value)}")
+
+
+def expect_keys(answer: Mapping[Any, Any], keys: Iterable[Any], what: str = "key") -> None:
+    """Fail naming the keys a dict answer lacks, e.g. "missing scenario(s) ['reload']; the dict needs the keys [...]".
+
+    ``keys`` are listed in the order given; ``what`` names one key for the learner.
+    """
+    keys = list(keys)
+    missing = [k for k in keys if k not in answer]
+    if missing:
+        raise Fail(f"missing {what}(s) {missing}; the dict needs the keys {keys}")
 
 
 def call_answer(func: Any, *args: Any, what: str = "your function", case: str | None = None) -> Any:

@@ -159,16 +159,27 @@ def test_an_untouched_notebook_closes_without_a_save_prompt(landing: Page) -> No
     assert landing.locator(".lm-DockPanel-tabBar .lm-TabBar-tab", has_text=CHAPTER_00).count() == 0
 
 
-@pytest.fixture(scope="module")
-def chapter_00(lab: LabSession, new_page) -> Page:
+def open_and_run_all(lab: LabSession, new_page, name: str) -> Page:
+    """A new page with notebooks/<name> open in a workspace of its own, after Run All."""
     page = new_page()
-    open_notebook(page, lab, CHAPTER_00, "chapter-00")
+    open_notebook(page, lab, name, f"chapter-{name[:2]}")
     run_all_cells(page)
     return page
 
 
-def test_run_all_on_chapter_00_shows_no_error(chapter_00: Page) -> None:
-    assert problem_outputs(chapter_00) == []
+@pytest.fixture(scope="module")
+def chapter_00(lab: LabSession, new_page) -> Page:
+    return open_and_run_all(lab, new_page, CHAPTER_00)
+
+
+@pytest.fixture(scope="module")
+def chapter_09(lab: LabSession, new_page) -> Page:
+    return open_and_run_all(lab, new_page, CHAPTER_09)
+
+
+@pytest.mark.parametrize("chapter", ["chapter_00", "chapter_09"])
+def test_run_all_shows_no_error(chapter: str, request: pytest.FixtureRequest) -> None:
+    assert problem_outputs(request.getfixturevalue(chapter)) == []
 
 
 def test_exercise_00_1_says_failed_then_passed(chapter_00: Page) -> None:
@@ -178,18 +189,6 @@ def test_exercise_00_1_says_failed_then_passed(chapter_00: Page) -> None:
     assert "passed" not in wait_for_output(chapter_00, check, r"failed:")
     replace_source_and_run(chapter_00, check - 1, solution_source("00.1"))
     assert "failed" not in wait_for_output(chapter_00, check, r"passed")
-
-
-@pytest.fixture(scope="module")
-def chapter_09(lab: LabSession, new_page) -> Page:
-    page = new_page()
-    open_notebook(page, lab, CHAPTER_09, "chapter-09")
-    run_all_cells(page)
-    return page
-
-
-def test_run_all_on_chapter_09_shows_no_error(chapter_09: Page) -> None:
-    assert problem_outputs(chapter_09) == []
 
 
 def test_the_explorer_widget_changes_when_its_slider_moves(chapter_09: Page) -> None:

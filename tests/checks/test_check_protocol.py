@@ -12,6 +12,7 @@ from helpers.checks import (
     check,
     evaluate,
     exercise,
+    expect_keys,
     expect_type,
 )
 from helpers.checks.protocol import _REGISTRY, NotAttempted
@@ -46,6 +47,13 @@ def test_statuses(registered):
                                              (None, "got NoneType")])
 def test_wrong_type_names_the_expected_type(registered, answer, expected):
     assert expected in evaluate("98.1", answer).message
+
+
+def test_expect_keys_names_the_missing_keys_in_the_order_given():
+    expect_keys({"a": 1, "b": 2, "other": 3}, ["a", "b"])  # more keys than needed: the checker's business
+    with pytest.raises(Fail) as info:
+        expect_keys({"b": 2}, {"c": 0, "a": 0, "b": 0}, "scenario")
+    assert str(info.value) == "missing scenario(s) ['c', 'a']; the dict needs the keys ['c', 'a', 'b']"
 
 
 def test_function_answers(registered):

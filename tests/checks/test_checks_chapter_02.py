@@ -45,17 +45,21 @@ def right_steps_before(graph, checkpoint_config, limit):
 
 
 # -- 02.3: learner SQL ---------------------------------------------------------------------
-def count_docs_table(db_path):
-    with sqlite3.connect(db_path) as con:
-        return dict(con.execute("SELECT thread_id, COUNT(*) FROM checkpoint_writes GROUP BY thread_id"))
+def count_per_thread_in(table):
+    """The learner's query, rows per thread_id, on ``table``: checkpoints is right, the others are mistakes."""
+
+    def count(db_path):
+        con = sqlite3.connect(db_path)
+        try:
+            return dict(con.execute(f"SELECT thread_id, COUNT(*) FROM {table} GROUP BY thread_id"))
+        finally:
+            con.close()
+
+    return count
 
 
-def count_writes(db_path):
-    con = sqlite3.connect(db_path)
-    try:
-        return dict(con.execute("SELECT thread_id, COUNT(*) FROM writes GROUP BY thread_id"))
-    finally:
-        con.close()
+count_docs_table = count_per_thread_in("checkpoint_writes")  # PostgresSaver's table, read in its docs
+count_writes = count_per_thread_in("writes")
 
 
 def count_as_rows(db_path):
@@ -120,13 +124,5 @@ def test_right_answers_pass():
 
     assert third_turn_truth() == RIGHT_THIRD_TURN
     assert evaluate("02.1", dict(RIGHT_THIRD_TURN)).status == PASSED
-
-    def count(db_path):
-        con = sqlite3.connect(db_path)
-        try:
-            return dict(con.execute("SELECT thread_id, COUNT(*) FROM checkpoints GROUP BY thread_id"))
-        finally:
-            con.close()
-
     assert evaluate("02.2", right_steps_before).status == PASSED
-    assert evaluate("02.3", count).status == PASSED
+    assert evaluate("02.3", count_per_thread_in("checkpoints")).status == PASSED

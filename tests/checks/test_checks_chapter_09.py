@@ -90,6 +90,7 @@ WRONG_ANSWERS = {
         ((predicted(C10=("loop", 5, "C4")),), "chains from the fork"),
         ((predicted(C10=("loop", 4, "C9")),), "each edge adds 1"),
         ((predicted(messages=6),), "third turn"),
+        ((predicted(messages=5),), "C4 holds 3 messages"),
         ((predicted(reply_calls=2),), "stops at END"),
         ((predicted(reply_calls=0),), "re-executes"),
         (({"C9": ("fork", 4, "C4")},), "missing key"),

@@ -44,22 +44,26 @@ def accept_try_insert(conn, tenant_id, command_id, payload_fingerprint):
     return row[0], created
 
 
-def accept_check_then_insert(conn, tenant_id, command_id, payload_fingerprint):
-    row = conn.execute("SELECT fingerprint FROM commands WHERE tenant_id = ? AND command_id = ?",
-                       (tenant_id, command_id)).fetchone()
-    if row is not None:
-        return row[0], False
-    conn.execute("INSERT INTO commands VALUES (?, ?, ?)", (tenant_id, command_id, payload_fingerprint))
-    return payload_fingerprint, True
+def check_then_insert(insert_statement):
+    """The learner's accept that looks for the row first and inserts only when it found none.
+
+    Two callers that look at the same moment both find nothing: with a plain INSERT the
+    second one raises IntegrityError, with INSERT OR IGNORE both report created=True.
+    """
+
+    def accept(conn, tenant_id, command_id, payload_fingerprint):
+        row = conn.execute("SELECT fingerprint FROM commands WHERE tenant_id = ? AND command_id = ?",
+                           (tenant_id, command_id)).fetchone()
+        if row is not None:
+            return row[0], False
+        conn.execute(insert_statement, (tenant_id, command_id, payload_fingerprint))
+        return payload_fingerprint, True
+
+    return accept
 
 
-def accept_check_then_insert_or_ignore(conn, tenant_id, command_id, payload_fingerprint):
-    row = conn.execute("SELECT fingerprint FROM commands WHERE tenant_id = ? AND command_id = ?",
-                       (tenant_id, command_id)).fetchone()
-    if row is not None:
-        return row[0], False
-    conn.execute("INSERT OR IGNORE INTO commands VALUES (?, ?, ?)", (tenant_id, command_id, payload_fingerprint))
-    return payload_fingerprint, True
+accept_check_then_insert = check_then_insert("INSERT INTO commands VALUES (?, ?, ?)")
+accept_check_then_insert_or_ignore = check_then_insert("INSERT OR IGNORE INTO commands VALUES (?, ?, ?)")
 
 
 def accept_returns_given(conn, tenant_id, command_id, payload_fingerprint):

@@ -8,12 +8,14 @@ import sys
 from pathlib import Path
 
 import nbformat
+import pytest
 from ipykernel.ipkernel import IPythonKernel
 from jupyter_core.paths import jupyter_runtime_dir
 from nbclient import NotebookClient
+from traitlets.config import Config
 
 from course import jupyter_kernels, lab_session
-from course.jupyter_kernels import IpcKernelManager
+from course.jupyter_kernels import IpcBlockingKernelManager, IpcKernelManager
 from course.notebook_format import LANGUAGE_INFO, normalize
 from course.stable_kernel import StableVersionKernel
 
@@ -35,6 +37,18 @@ def test_install_adds_the_kernel_class_once_and_keeps_existing_config(tmp_path: 
     text = path.read_text()
     assert text.startswith("c.InteractiveShell.colors = 'nocolor'\n")
     assert text.count(jupyter_kernels.KERNEL_CLASS) == 1
+
+
+@pytest.mark.parametrize("manager_class", [IpcKernelManager, IpcBlockingKernelManager])
+def test_both_kernel_managers_default_to_ipc_sockets_in_the_private_runtime_folder(manager_class):
+    # Neither starts a kernel: the defaults are what nbclient (async) and nbval (blocking) get.
+    first, second = manager_class(), manager_class()
+    runtime = Path(jupyter_runtime_dir())
+    assert (first.transport, second.transport) == ("ipc", "ipc")
+    assert Path(first.connection_file).parent == runtime and first.ip.startswith(str(runtime))
+    assert runtime.stat().st_mode & 0o077 == 0, "the sockets' folder is open to other users"
+    assert first.connection_file != second.connection_file  # parallel kernels never share sockets
+    assert manager_class(config=Config({"KernelManager": {"transport": "tcp"}})).transport == "tcp"
 
 
 def test_an_ipc_kernel_runs_the_stable_kernel_and_leaves_no_files():

@@ -10,6 +10,7 @@ import threading
 import time
 from contextlib import closing
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -81,48 +82,53 @@ def test_f1_the_real_time_reproduction_gives_no_third_attempt(db: Path) -> None:
 
 
 # --------------------------------------------------------------------------- F2 renewal
+class SlowDelivery:
+    """A dispatcher in a worker thread whose deliver blocks until :meth:`finish`: a slow run.
+
+    Started, it waits until the deliver has been entered, so the command is claimed.
+    """
+
+    def __init__(self, ledger: Ledger, result: str, **dispatch_options: Any) -> None:
+        self.result = result
+        self.entered, self.release = threading.Event(), threading.Event()
+        self.worker = threading.Thread(target=lambda: ledger.dispatch_pending(self.deliver, **dispatch_options))
+        self.worker.start()
+        assert self.entered.wait(10)
+
+    def deliver(self, d: Delivery) -> str:
+        self.entered.set()
+        self.release.wait(10)
+        return self.result
+
+    def finish(self) -> None:
+        """Let the deliver return its result, and wait until the dispatcher has recorded it."""
+        self.release.set()
+        self.worker.join(10)
+        assert not self.worker.is_alive()
+
+
 def test_f2_a_heartbeat_keeps_a_slow_run_exclusive(db: Path) -> None:
     clock = ManualClock()
-    entered, finish = threading.Event(), threading.Event()
     with Ledger(db, clock=clock, name="A") as a, Ledger(db, clock=clock, name="B") as b:
         a.submit(T, "cmd-1", "conv-1", {})
-
-        def slow(d: Delivery) -> str:
-            entered.set()
-            finish.wait(10)
-            return "ok"
-
-        worker = threading.Thread(target=lambda: a.dispatch_pending(slow, renew_every=0.002))
-        worker.start()
-        assert entered.wait(10)
+        run = SlowDelivery(a, "ok", renew_every=0.002)
         for _ in range(3):  # 60 s in all, twice the lease, renewed along the way
             clock.advance(20)
             assert a.wait_for_renewals(a.renewals + 2)
             assert b.claim() is None
-        finish.set()
-        worker.join(10)
+        run.finish()
         assert a.get_command(T, "cmd-1").status == "done"
         assert [r.attempt for r in a.list_runs(T, "conv-1")] == [1]
 
 
 def test_f2_without_renewal_the_same_run_is_delivered_twice(db: Path) -> None:
     clock = ManualClock()
-    entered, finish = threading.Event(), threading.Event()
     with Ledger(db, clock=clock, name="A") as a, Ledger(db, clock=clock, name="B") as b:
         a.submit(T, "cmd-1", "conv-1", {})
-
-        def slow(d: Delivery) -> str:
-            entered.set()
-            finish.wait(10)
-            return "late"
-
-        worker = threading.Thread(target=lambda: a.dispatch_pending(slow, heartbeat=False))
-        worker.start()
-        assert entered.wait(10)
+        run = SlowDelivery(a, "late", heartbeat=False)
         clock.advance(31)
         assert [d.attempt for d in b.dispatch_pending(lambda d: "on time")] == [2]
-        finish.set()
-        worker.join(10)
+        run.finish()
         assert a.get_command(T, "cmd-1").result == "on time"  # A's late result was refused
 
 
