@@ -85,6 +85,9 @@ class PeakMemory:
                 return
 
     def __enter__(self) -> PeakMemory:
+        # one reading before the thread starts: on a busy machine the thread may first run
+        # only after a short-lived child has already exited
+        self.mb = tree_memory_mb(self.pid)
         self._thread.start()
         return self
 
