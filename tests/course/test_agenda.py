@@ -4,7 +4,9 @@ Every chapter in solutions/ must appear in the "Chapter timings" table with the 
 its ``**Time:**`` line (run ``python -m course.agenda --markdown`` for the rows). In each
 agenda table (columns start | block | minutes) a chapter block lasts the chapter's minutes,
 each start time is the previous start plus its minutes, and the total matches the
-"(NNN minutes)" in the agenda's heading, when it has one.
+"(NNN minutes)" in the agenda's heading, when it has one, or runs from and to the clock
+times of a "(09:00–17:30)" heading. The core-path total and every "chapter NN (M minutes)"
+in the prose are the notebooks' too.
 """
 
 import re
@@ -67,6 +69,31 @@ def test_agendas_add_up_and_use_chapter_minutes():
         declared = re.search(r"\((\d+) minutes\)", heading)
         if declared:
             assert total == int(declared.group(1)), heading
+
+
+def test_core_total_and_chapter_minutes_in_prose_match_the_notebooks():
+    core = [t for t in TIMES.values() if "(appendix)" not in t["title"]]
+    total = sum(t["minutes"] for t in core)
+    match = re.search(r"Chapters (\d\d)–(\d\d) add up to (\d+) minutes \((\d+) h (\d\d)\)", GUIDE)
+    assert match, "INSTRUCTORS.md lacks 'Chapters 00–NN add up to N minutes (H h MM)'"
+    assert (match.group(1), match.group(2)) == (core[0]["chapter"], core[-1]["chapter"])
+    assert int(match.group(3)) == total, f"INSTRUCTORS.md says {match.group(3)}, the core chapters add up to {total}"
+    assert (int(match.group(4)), int(match.group(5))) == divmod(total, 60)
+    # "chapter 00 (20 minutes)", "07 · Interrupts (45 minutes)": every chapter length in the prose
+    mentions = re.findall(r"[Cc]hapter (\d\d) \((\d+) minutes\)|(\d\d) · [^()|\n]+\((\d+) minutes\)", GUIDE)
+    assert mentions
+    for number_a, minutes_a, number_b, minutes_b in mentions:
+        number, minutes = (number_a, minutes_a) if number_a else (number_b, minutes_b)
+        assert int(minutes) == TIMES[number]["minutes"], f"INSTRUCTORS.md gives chapter {number} {minutes} minutes"
+
+
+def test_agenda_headings_with_a_clock_range_start_and_end_there():
+    ranged = [(heading, rows) for heading, rows in agendas() if re.search(r"\d\d:\d\d–\d\d:\d\d", heading)]
+    assert ranged, "expected an agenda heading like 'Full day (09:00–17:30)'"
+    for heading, rows in ranged:
+        start, end = re.search(r"(\d\d:\d\d)–(\d\d:\d\d)", heading).groups()
+        assert (rows[0][0], rows[-1][0]) == (start, end), heading
+        assert rows[-1][1] == "End", heading
 
 
 def test_agenda_command_prints_totals(capsys):

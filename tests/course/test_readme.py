@@ -25,6 +25,23 @@ def test_course_map_lists_every_chapter_with_its_minutes():
             assert (ROOT / link).exists(), link
 
 
+def quarter_hours(minutes: int) -> str:
+    """495 -> '8¼': the hours, rounded to the nearest quarter, as the README writes them."""
+    whole, quarters = divmod(round(minutes / 15), 4)
+    return f"{whole}{['', '¼', '½', '¾'][quarters]}"
+
+
+def test_core_path_total_is_the_sum_of_the_core_chapters():
+    core = [read(p).metadata["course"] for p in SOLUTIONS]
+    core = [c for c in core if "(appendix)" not in c["title"]]
+    total = sum(c["minutes"] for c in core)
+    match = re.search(r"Chapters (\d\d)–(\d\d) are the core path \((\d+) minutes, about (\S+) hours", README)
+    assert match, "README lacks 'Chapters 00–NN are the core path (N minutes, about H hours'"
+    assert (match.group(1), match.group(2)) == (core[0]["chapter"], core[-1]["chapter"])
+    assert int(match.group(3)) == total, f"README says {match.group(3)} minutes, the core chapters add up to {total}"
+    assert match.group(4) == quarter_hours(total)
+
+
 def test_repository_slug_is_written_once():
     slugs = re.findall(r"mybinder\.org/v2/gh/([^/]+/[^/]+)/", README)
     assert len(slugs) == 1
