@@ -27,22 +27,23 @@ def learner_00():
     return grade.pristine_learner_copy(SOLUTION_00)
 
 
-def with_answer(nb, text, exercise="00.1"):
+def _with_cell(nb, role: str, text: str, exercise: str):
     nb = copy.deepcopy(nb)
     for cell in nb.cells:
         course = cell.metadata.get("course", {})
-        if course.get("role") == "exercise" and course.get("exercise") == exercise:
+        if course.get("role") == role and course.get("exercise") == exercise:
             cell.source = text
     return nb
+
+
+def with_answer(nb, text, exercise="00.1"):
+    """A copy of ``nb`` whose exercise cell holds ``text``."""
+    return _with_cell(nb, "exercise", text, exercise)
 
 
 def edit_check(nb, text, exercise="00.1"):
-    nb = copy.deepcopy(nb)
-    for cell in nb.cells:
-        course = cell.metadata.get("course", {})
-        if course.get("role") == "check" and course.get("exercise") == exercise:
-            cell.source = text
-    return nb
+    """A copy of ``nb`` whose check cell holds ``text`` (tampering the grader must undo)."""
+    return _with_cell(nb, "check", text, exercise)
 
 
 def write(folder: Path, name: str, nb) -> str:
