@@ -116,11 +116,19 @@ def pytest_sessionfinish(session, exitstatus):
         session.exitstatus = 1
 
 
-# Longest scopes first: xdist's loadscope hands out modules and notebooks in collection
-# order, so a long module collected late would run alone at the end of the suite.
-SLOWEST_FIRST = ("tests/course/test_grade_batch.py", "tests/course/test_grade_chapters.py",
-                 "tests/course/test_grade_failures.py", "tests/helpers/test_servers.py", "12_agent_server.ipynb",
-                 "11_production_backends.ipynb", "tests/helpers/test_multitask.py")
+# Longest scopes first (measured, seconds on an idle 2-core VM): xdist's loadscope hands out
+# modules and notebooks in collection order (`--no-loadscope-reorder`; its default order is
+# by number of tests), so a long module handed out late would run alone at the end.
+SLOWEST_FIRST = ("tests/course/test_grade_chapters.py",  # 38
+                 "tests/course/test_grade_failures.py",  # 30
+                 "tests/course/test_grade_batch.py",  # 29
+                 "tests/helpers/test_servers.py",  # 23
+                 "tests/helpers/test_durability_experiments.py",  # 13
+                 "12_agent_server.ipynb", "11_production_backends.ipynb",  # 10 each, in both folders
+                 "tests/helpers/test_multitask.py",  # 10
+                 "tests/helpers/test_ledger_service.py",  # 9
+                 "tests/helpers/test_preloaded_processes.py",  # 7.5
+                 "08_durability.ipynb", "tests/course/test_progress.py")  # 6-7
 
 
 def pytest_collection_modifyitems(session, config, items):
