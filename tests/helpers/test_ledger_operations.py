@@ -205,6 +205,33 @@ def test_f8_eight_processes_open_a_new_file_at_once(tmp_path: Path) -> None:
             assert conn.execute("SELECT COUNT(*) FROM commands").fetchone() == (8,)
 
 
+class _SchemaAppearsAfterFirstRead:
+    """A connection whose first statement is followed, at once, by another process creating
+    the ledger's schema: the moment at which two separate reads would disagree."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
+        self.conn, self.path, self.reads = conn, path, 0
+
+    def execute(self, sql: str, *args):
+        cursor = self.conn.execute(sql, *args)
+        self.reads += 1
+        if self.reads == 1:
+            Ledger(self.path).close()
+        return cursor
+
+
+def test_f8_the_version_check_reads_version_and_tables_in_one_snapshot(tmp_path: Path) -> None:
+    path = tmp_path / "new.db"
+    with closing(sqlite3.connect(path, isolation_level=None)) as conn:
+        conn.execute("PRAGMA journal_mode=WAL")
+        racing = _SchemaAppearsAfterFirstRead(conn, path)
+        checker = Ledger.__new__(Ledger)  # only the method under test, on a file nobody has opened yet
+        checker.path = str(path)
+        assert Ledger._check_version(checker, racing) == 0  # a new file, not "tables but no version"
+    with Ledger(path) as ledger:  # and the schema the other process made is the one this code uses
+        ledger.create_conversation("t", "c")
+
+
 # --------------------------------------------------------------------------- F9 busy
 def test_f9_a_busy_database_raises_ledger_busy_and_a_retry_is_safe(db: Path) -> None:
     with Ledger(db, timeout=0.2) as led, closing(sqlite3.connect(db, isolation_level=None)) as holder:
