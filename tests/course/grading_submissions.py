@@ -14,10 +14,10 @@ from pathlib import Path
 import nbformat
 
 from course import grade
+from course.layout import ROOT, SOLUTIONS
 
-ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "grading"
-SOLUTION_00 = ROOT / "solutions" / "00_start_here.ipynb"
+SOLUTION_00 = SOLUTIONS / "00_start_here.ipynb"
 RIGHT = 'kinds = {"visa": "time", "itinerary": "steps", "laptop": "failure"}'
 WRONG = 'kinds = {"visa": "steps", "itinerary": "steps", "laptop": "failure"}'
 FAKE_PASS = {"exercise": "00.1", "status": "passed", "message": "forged"}

@@ -10,11 +10,10 @@ in the prose are the notebooks' too.
 """
 
 import re
-from pathlib import Path
 
 from course import agenda
+from course.layout import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 GUIDE = (ROOT / "INSTRUCTORS.md").read_text(encoding="utf-8")
 TIMES = {t["chapter"]: t for t in agenda.chapter_times()}
 

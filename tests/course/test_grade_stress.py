@@ -26,9 +26,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from course.layout import ROOT
 from tests.course.grading_batch import chapter_01_batch, left_behind
 
-ROOT = Path(__file__).resolve().parents[2]
 BATCHES = int(os.environ.get("GRADE_STRESS_BATCHES", "20"))
 MIN_TIMEOUT = 10  # seconds per cell; the two endless loops pay it in every batch
 

@@ -6,14 +6,13 @@ import copy
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import nbformat
 
 from course import grade, progress
+from course.layout import ROOT, SOLUTIONS
 
-ROOT = Path(__file__).resolve().parents[2]
-SOLUTION_00 = ROOT / "solutions" / "00_start_here.ipynb"
+SOLUTION_00 = SOLUTIONS / "00_start_here.ipynb"
 
 
 def test_progress_on_a_folder_of_copies(tmp_path):

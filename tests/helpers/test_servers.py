@@ -28,6 +28,7 @@ from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.types import Command
 from langgraph_sdk import get_sync_client
 
+from course.layout import ROOT
 from helpers import servers
 from helpers.agent_graphs import GRAPHS
 from helpers.approval_workflow import build_approval_workflow
@@ -320,7 +321,7 @@ def test_a_killed_owner_s_server_is_stopped_by_its_watchdog_on_any_platform() ->
             time.sleep(120)
     """)
     child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
-                             cwd=Path(__file__).resolve().parents[2])
+                             cwd=ROOT)
     try:
         pid, workdir = json.loads(child.stdout.readline())
         assert len(servers._group_members(pid)) >= 2  # the server and its watchdog
