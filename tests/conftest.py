@@ -48,6 +48,7 @@ class OwnedRun:
 
     def __init__(self) -> None:
         self.run_id = f"{os.getpid()}-{secrets.token_hex(4)}"
+        self.closed = False
         self.folder = Path(tempfile.mkdtemp(prefix=RUN_FOLDER_PREFIX))
         if os.geteuid() == 0:
             self.folder.chmod(0o711)  # PostgreSQL runs as 'nobody' and must reach its directory in here
@@ -68,6 +69,10 @@ class OwnedRun:
         return left + processes
 
     def close(self) -> None:
+        """Restore the environment and remove the folder; a second call does nothing."""
+        if self.closed:
+            return
+        self.closed = True
         for key, value in self.saved.items():
             if value is None:
                 os.environ.pop(key, None)
@@ -114,6 +119,13 @@ def pytest_sessionfinish(session, exitstatus):
     if left:
         print(f"\nLEFT BEHIND by this test run (removed now; run id {run.run_id}):\n  " + "\n  ".join(left))
         session.exitstatus = 1
+
+
+def pytest_unconfigure(config):
+    """Also for a run that never had a session (``pytest --help``, a usage error): no folder stays."""
+    run = config.stash.get(_RUN, None)
+    if run is not None:
+        run.close()
 
 
 # Longest scopes first (measured, seconds on an idle 2-core VM): xdist's loadscope hands out

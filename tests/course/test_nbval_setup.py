@@ -1,5 +1,8 @@
 """nbval runs strictly, compares >= 95% of code cells, and every ignored cell says why."""
 
+import os
+import subprocess
+import sys
 import tomllib
 
 from course.layout import ROOT
@@ -42,3 +45,11 @@ def test_binder_requirements_agree_with_requirements():
 
 def test_ci_calls_make_test():
     assert "make test" in (ROOT / ".ci/run").read_text()
+
+
+def test_a_pytest_run_without_a_session_leaves_no_run_folder(tmp_path):
+    # `pytest --help` configures the plugins (conftest makes the run's temp folder then) but
+    # never starts a session, so the folder must go at unconfigure.
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    subprocess.run([sys.executable, "-m", "pytest", "--help"], cwd=ROOT, env=env, capture_output=True, check=True)
+    assert list(tmp_path.iterdir()) == []
