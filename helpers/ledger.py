@@ -22,12 +22,13 @@ Guarantees, as the tests in ``tests/helpers/test_ledger*.py`` check them
 -----------------------------------------------------------------------
 * **Acceptance is exactly once.** ``commands`` is UNIQUE on ``(tenant_id, command_id)``.
   ``submit`` runs one ``BEGIN IMMEDIATE`` transaction: resolve the caller's conversation,
-  ``INSERT ... ON CONFLICT DO NOTHING``, insert the outbox row if the insert created the
-  command, read the stored row, commit; one commit per accepted command and nothing else.
+  ``INSERT ... ON CONFLICT DO NOTHING``, read the stored row, commit; one commit per
+  accepted command and nothing else. The command row is its own outbox entry (its delivery
+  columns and two partial indexes), so an accepted command is queued in the same write.
   Same key + same payload returns the stored record (``created=False``); same key + another
   payload or conversation raises ``PayloadMismatch`` and writes nothing. 16 threads racing
   one key (sharing a ``Ledger`` or each with its own): one ``created=True``, one row, one
-  outbox row.
+  queued delivery.
 * **Same refusal for unknown and foreign conversations** (``ConversationNotFound``, a
   ``Forbidden``); callers never pass a ``thread_id``, it is minted here (uuid4). IDs must be
   exactly ``str`` (``type(x) is str``), 1..128 characters of ``[A-Za-z0-9._:-]``; every value
@@ -59,7 +60,7 @@ Guarantees, as the tests in ``tests/helpers/test_ledger*.py`` check them
   another version (or an unversioned file with tables) raises ``SchemaVersionError`` and
   leaves the file untouched. Connections are pooled (at most ``max_idle`` kept open), so
   short-lived threads leave no connections behind; ``close()`` closes them all.
-* **Claims use indexes:** ``outbox_claim`` holds only the heads of the queues, so a claim
+* **Claims use indexes:** ``commands_claim`` holds only the heads of the queues, so a claim
   costs the same with 2,000 or 20,000 commands queued behind a running one.
 
 Crash points for ``crash_at`` (``CRASH_POINTS``): ``before_commit`` / ``after_commit`` (in
@@ -127,7 +128,7 @@ __all__ = [
 
 CRASH_POINTS = ("before_commit", "after_commit", "after_claim", "after_deliver",
                 "before_mark_done", "after_mark_done")
-SCHEMA_VERSION = 2  # version 1 was the acceptance-only ledger, which stored no version
+SCHEMA_VERSION = 3  # 1: acceptance only, stored no version; 2: a separate outbox table
 
 # saved as helpers.ledger.SCHEMA
 SCHEMA = """
@@ -150,22 +151,17 @@ CREATE TABLE commands (
     status          TEXT NOT NULL DEFAULT 'accepted'
                     CHECK (status IN ('accepted', 'running', 'done', 'failed', 'dead')),
     result          TEXT,
-    error           TEXT,                        -- the last error of a dead command
+    error           TEXT,                        -- the last failed attempt's error
     created_at      TEXT NOT NULL,
+    -- the outbox: a command is queued for delivery while its status is accepted or running
+    ready           INTEGER NOT NULL,            -- 1 for the oldest queued command of its thread
+    attempt         INTEGER NOT NULL DEFAULT 0,  -- the fencing token of the current lease
+    lease_owner     TEXT,
+    lease_expires   REAL NOT NULL DEFAULT 0,     -- 0 = not leased
     UNIQUE (tenant_id, command_id),              -- the race for a key is decided here
     FOREIGN KEY (tenant_id, conversation_id) REFERENCES conversations (tenant_id, conversation_id));
-
-CREATE TABLE outbox (
-    command_seq   INTEGER PRIMARY KEY REFERENCES commands (seq),
-    thread_id     TEXT NOT NULL,
-    status        TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'done', 'dead')),
-    ready         INTEGER NOT NULL,              -- 1 for the oldest pending command of its thread
-    attempt       INTEGER NOT NULL DEFAULT 0,    -- the fencing token of the current lease
-    lease_owner   TEXT,
-    lease_expires REAL NOT NULL DEFAULT 0,       -- 0 = not leased
-    last_error    TEXT);
-CREATE INDEX outbox_queue ON outbox (thread_id, command_seq) WHERE status = 'pending';
-CREATE INDEX outbox_claim ON outbox (lease_expires, command_seq) WHERE status = 'pending' AND ready = 1;
+CREATE INDEX commands_queue ON commands (thread_id, seq) WHERE status IN ('accepted', 'running');
+CREATE INDEX commands_claim ON commands (lease_expires, seq) WHERE status IN ('accepted', 'running') AND ready = 1;
 
 CREATE TABLE runs (
     run_id              TEXT NOT NULL,
@@ -189,8 +185,9 @@ def submit_command(conn: sqlite3.Connection, tenant_id: str, command_id: str, co
     """Accept a command at most once; return (the stored command row, created).
 
     One write transaction: find the caller's conversation, insert first (a second insert of
-    the key does nothing), queue a created command in the outbox, read the stored row,
-    commit. The row is None when the tenant has no such conversation.
+    the key does nothing; a created row is queued, and is its thread's head if nothing else
+    of the thread is queued), read the stored row, commit. The row is None when the tenant
+    has no such conversation.
     """
     conn.execute("BEGIN IMMEDIATE")  # take the write lock before reading anything
     try:
@@ -201,15 +198,10 @@ def submit_command(conn: sqlite3.Connection, tenant_id: str, command_id: str, co
             return None, False
         inserted = conn.execute(
             "INSERT INTO commands (tenant_id, command_id, conversation_id, thread_id, run_id, fingerprint,"
-            " payload, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, datetime('now'))"
+            " payload, created_at, ready) VALUES (?, ?, ?, ?, ?, ?, ?, datetime('now'),"
+            " NOT EXISTS (SELECT 1 FROM commands WHERE thread_id = ? AND status IN ('accepted', 'running')))"
             " ON CONFLICT (tenant_id, command_id) DO NOTHING",
-            (tenant_id, command_id, conversation_id, found[0], run_id, fingerprint, payload))
-        created = inserted.rowcount == 1
-        if created:  # the outbox row commits together with the command, or neither does
-            conn.execute(
-                "INSERT INTO outbox (command_seq, thread_id, ready) VALUES (?, ?,"
-                " NOT EXISTS (SELECT 1 FROM outbox WHERE thread_id = ? AND status = 'pending'))",
-                (inserted.lastrowid, found[0], found[0]))
+            (tenant_id, command_id, conversation_id, found[0], run_id, fingerprint, payload, found[0]))
         stored = conn.execute(
             "SELECT seq, tenant_id, command_id, conversation_id, thread_id, run_id, fingerprint, payload,"
             " status, result, error, created_at FROM commands WHERE tenant_id = ? AND command_id = ?",
@@ -219,7 +211,7 @@ def submit_command(conn: sqlite3.Connection, tenant_id: str, command_id: str, co
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
-    return stored, created
+    return stored, inserted.rowcount == 1
 
 
 def _record(row: tuple) -> CommandRecord:
@@ -318,7 +310,8 @@ class Ledger(DeliveryMixin):
         # "restarted" Ledger recovers at once instead of waiting lease_seconds. A real
         # crash leaves the leases to run out on their own.
         with self._using() as conn:
-            conn.execute("UPDATE outbox SET lease_expires = 0 WHERE lease_owner = ? AND status = 'pending'",
+            conn.execute("UPDATE commands SET lease_expires = 0 WHERE lease_owner = ? "
+                         "AND status IN ('accepted', 'running')",
                          (self.name,))
 
     def close(self) -> None:

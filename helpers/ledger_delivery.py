@@ -33,12 +33,12 @@ from helpers.ledger_records import CommandNotFound, CommandRecord, Completed, De
 __all__ = ["DeliveryMixin", "Heartbeat", "ManualClock", "run_dispatcher"]
 
 # The heads of the queues, oldest lease first (0 = never leased): an index range scan.
-CLAIM_SQL = ("SELECT command_seq, attempt, thread_id FROM outbox "
-             "WHERE status = 'pending' AND ready = 1 AND lease_expires <= ? "
-             "ORDER BY lease_expires, command_seq LIMIT ?")
+CLAIM_SQL = ("SELECT seq, attempt, thread_id FROM commands "
+             "WHERE status IN ('accepted', 'running') AND ready = 1 AND lease_expires <= ? "
+             "ORDER BY lease_expires, seq LIMIT ?")
 # After a head finishes, the thread's next pending command becomes its head.
-PROMOTE_SQL = ("UPDATE outbox SET ready = 1 WHERE command_seq = "
-               "(SELECT MIN(command_seq) FROM outbox WHERE thread_id = ? AND status = 'pending')")
+PROMOTE_SQL = ("UPDATE commands SET ready = 1 WHERE seq = "
+               "(SELECT MIN(seq) FROM commands WHERE thread_id = ? AND status IN ('accepted', 'running'))")
 
 
 class ManualClock:
@@ -120,10 +120,9 @@ class DeliveryMixin:
                     self._bury(conn, seq, thread_id, f"the lease of attempt {attempt} ended without a result")
                     continue
                 attempt += 1
-                conn.execute("UPDATE outbox SET attempt = ?, lease_owner = ?, lease_expires = ? "
-                             "WHERE command_seq = ? AND attempt = ?",
+                conn.execute("UPDATE commands SET status = 'running', attempt = ?, lease_owner = ?, "
+                             "lease_expires = ? WHERE seq = ? AND attempt = ?",
                              (attempt, self.name, now + self.lease_seconds, seq, attempt - 1))
-                conn.execute("UPDATE commands SET status = 'running' WHERE seq = ?", (seq,))
                 tenant_id, command_id, conversation_id, run_id, payload = conn.execute(
                     "SELECT tenant_id, command_id, conversation_id, run_id, payload FROM commands WHERE seq = ?",
                     (seq,)).fetchone()
@@ -138,8 +137,8 @@ class DeliveryMixin:
     def renew(self, delivery: Delivery) -> bool:
         """Extend the lease by ``lease_seconds``; False if a newer attempt holds the command."""
         with self._write() as conn:
-            cursor = conn.execute("UPDATE outbox SET lease_expires = ? WHERE command_seq = ? AND attempt = ? "
-                                  "AND status = 'pending'",
+            cursor = conn.execute("UPDATE commands SET lease_expires = ? WHERE seq = ? AND attempt = ? "
+                                  "AND status IN ('accepted', 'running')",
                                   (self.clock() + self.lease_seconds, delivery.seq, delivery.attempt))
         renewed = cursor.rowcount == 1
         if renewed:
@@ -161,8 +160,8 @@ class DeliveryMixin:
         text = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
         text = text[:500]
         with self._write() as conn:
-            cursor = conn.execute("UPDATE outbox SET lease_expires = 0, lease_owner = NULL, last_error = ? "
-                                  "WHERE command_seq = ? AND attempt = ? AND status = 'pending'",
+            cursor = conn.execute("UPDATE commands SET status = 'accepted', lease_expires = 0, lease_owner = NULL, "
+                                  "error = ? WHERE seq = ? AND attempt = ? AND status IN ('accepted', 'running')",
                                   (text, delivery.seq, delivery.attempt))
             if cursor.rowcount != 1:
                 return False
@@ -170,16 +169,13 @@ class DeliveryMixin:
                          (delivery.run_id, delivery.attempt))
             if delivery.attempt >= self.max_attempts:
                 self._bury(conn, delivery.seq, delivery.thread_id, text)
-            else:
-                conn.execute("UPDATE commands SET status = 'accepted' WHERE seq = ?", (delivery.seq,))
         return True
 
     @staticmethod
     def _bury(conn: sqlite3.Connection, seq: int, thread_id: str, error: str) -> None:
         # The dead-letter policy: the command keeps its last error, and its thread moves on.
-        conn.execute("UPDATE outbox SET status = 'dead', ready = 0, lease_expires = 0, last_error = ? "
-                     "WHERE command_seq = ?", (error, seq))
-        conn.execute("UPDATE commands SET status = 'dead', error = ? WHERE seq = ?", (error, seq))
+        conn.execute("UPDATE commands SET status = 'dead', ready = 0, lease_expires = 0, error = ? WHERE seq = ?",
+                     (error, seq))
         conn.execute("UPDATE runs SET outcome = 'dead' WHERE command_seq = ? AND attempt = "
                      "(SELECT MAX(attempt) FROM runs WHERE command_seq = ?)", (seq, seq))
         conn.execute(PROMOTE_SQL, (thread_id,))
@@ -197,17 +193,16 @@ class DeliveryMixin:
             raise ValueError(f"status must be 'done' or 'failed', not {status!r}")
         body, _ = payload_json(result, label="result")
         with self._write() as conn:
-            cursor = conn.execute("UPDATE outbox SET status = 'done', ready = 0, lease_expires = 0 "
-                                  "WHERE command_seq = ? AND attempt = ? AND status = 'pending'",
-                                  (delivery.seq, delivery.attempt))
+            cursor = conn.execute("UPDATE commands SET status = ?, result = ?, error = NULL, ready = 0, "
+                                  "lease_expires = 0 WHERE seq = ? AND attempt = ? AND status IN ('accepted', 'running')",
+                                  (status, body, delivery.seq, delivery.attempt))
             if cursor.rowcount == 1:
-                conn.execute("UPDATE commands SET status = ?, result = ? WHERE seq = ?", (status, body, delivery.seq))
                 conn.execute("UPDATE runs SET outcome = ?, start_checkpoint_id = ?, end_checkpoint_id = ? "
                              "WHERE run_id = ? AND attempt = ?",
                              (status, start_checkpoint_id, end_checkpoint_id, delivery.run_id, delivery.attempt))
                 conn.execute(PROMOTE_SQL, (delivery.thread_id,))
             else:
-                current = conn.execute("SELECT attempt FROM outbox WHERE command_seq = ?", (delivery.seq,)).fetchone()
+                current = conn.execute("SELECT attempt FROM commands WHERE seq = ?", (delivery.seq,)).fetchone()
                 if current is None:
                     raise CommandNotFound(f"no command with seq {delivery.seq}")
                 if current[0] != delivery.attempt:
@@ -261,9 +256,9 @@ class DeliveryMixin:
         return delivered
 
     def pending_count(self) -> int:
-        """Commands not finished yet (pending outbox rows, leased or not)."""
+        """Commands not finished yet (queued: accepted or running, leased or not)."""
         with self._using() as conn:
-            return conn.execute("SELECT COUNT(*) FROM outbox WHERE status = 'pending'").fetchone()[0]
+            return conn.execute("SELECT COUNT(*) FROM commands WHERE status IN ('accepted', 'running')").fetchone()[0]
 
 
 def _sweeps(ledger: DeliveryMixin, handle: Callable[[Delivery], Any], deadline: float | None,

@@ -110,7 +110,7 @@ def check_then_insert_race(path: str | Path, style: str, n: int = 16) -> dict[st
     return {**counts, "rows": rows}
 
 
-def table_counts(path: str | Path, tables: tuple[str, ...] = ("conversations", "commands", "outbox")) -> dict[str, int]:
+def table_counts(path: str | Path, tables: tuple[str, ...] = ("conversations", "commands", "runs")) -> dict[str, int]:
     """Row count per table of a SQLite file, read on a fresh connection."""
     with closing(sqlite3.connect(path)) as conn:
         names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -119,11 +119,10 @@ def table_counts(path: str | Path, tables: tuple[str, ...] = ("conversations", "
 
 
 def status_counts(path: str | Path) -> dict[str, Any]:
-    """Commands per status and pending outbox rows of a ledger file (a fresh connection)."""
+    """Commands per status, and how many are queued for delivery, of a ledger file (a fresh connection)."""
     with closing(sqlite3.connect(path)) as conn:
         statuses = dict(conn.execute("SELECT status, COUNT(*) FROM commands GROUP BY status ORDER BY status"))
-        pending = conn.execute("SELECT COUNT(*) FROM outbox WHERE status = 'pending'").fetchone()[0]
-    return {"commands": statuses, "outbox_pending": pending}
+    return {"commands": statuses, "queued": statuses.get("accepted", 0) + statuses.get("running", 0)}
 
 
 def unique_keys(conn: sqlite3.Connection) -> list[dict[str, str]]:

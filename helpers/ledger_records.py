@@ -115,7 +115,7 @@ class CommandRecord:
     payload: Any  # as the client sent it
     status: Status
     result: Any
-    error: str | None  # the last error of a dead command
+    error: str | None  # the last failed attempt's error, until a result is recorded
     created_at: str
 
 

@@ -25,9 +25,9 @@ def dump(path: Path) -> dict[str, list[tuple]]:
         return {n: conn.execute(f'SELECT * FROM "{n}" ORDER BY rowid').fetchall() for n in names}
 
 
-def outbox_row(path: Path, seq: int) -> tuple:
+def delivery_row(path: Path, seq: int) -> tuple:
     with closing(sqlite3.connect(path)) as conn:
-        return conn.execute("SELECT status, attempt, lease_owner, lease_expires FROM outbox WHERE command_seq = ?",
+        return conn.execute("SELECT status, attempt, lease_owner, lease_expires FROM commands WHERE seq = ?",
                             (seq,)).fetchone()
 
 
@@ -58,7 +58,7 @@ def test_f1_a_stale_worker_changes_nothing(db: Path) -> None:
             a.record_result(stale, {"answer": "from A"})
         assert (info.value.attempt, info.value.current) == (1, 2)
         assert dump(db) == before  # not one byte changed
-        assert outbox_row(db, current.seq)[:3] == ("pending", 2, "B")
+        assert delivery_row(db, current.seq)[:3] == ("running", 2, "B")
         assert c.claim() is None  # no attempt 3 while B still holds its lease
         assert a.get_command(T, "cmd-1").status == "running"
         done = b.record_result(current, {"answer": "from B"})
@@ -245,11 +245,9 @@ def _queue_behind(led: Ledger, conversation_id: str, start: int, stop: int) -> N
     with closing(sqlite3.connect(led.path, isolation_level=None)) as conn:
         conn.execute("BEGIN IMMEDIATE")
         for i in range(start, stop):
-            cur = conn.execute("INSERT INTO commands (tenant_id, command_id, conversation_id, thread_id, run_id, "
-                               "fingerprint, payload, created_at) VALUES (?, ?, ?, ?, ?, 'f', '{}', 'now')",
-                               (T, f"q-{i}", conversation_id, thread_id, f"run-{i}"))
-            conn.execute("INSERT INTO outbox (command_seq, thread_id, ready) VALUES (?, ?, 0)",
-                         (cur.lastrowid, thread_id))
+            conn.execute("INSERT INTO commands (tenant_id, command_id, conversation_id, thread_id, run_id, "
+                         "fingerprint, payload, created_at, ready) VALUES (?, ?, ?, ?, ?, 'f', '{}', 'now', 0)",
+                         (T, f"q-{i}", conversation_id, thread_id, f"run-{i}"))
         conn.execute("COMMIT")
 
 

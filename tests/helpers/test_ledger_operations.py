@@ -134,14 +134,17 @@ def test_f7_an_unversioned_older_ledger_is_refused_untouched(tmp_path: Path) -> 
     assert file_digest(path) == before
 
 
-def test_f7_another_version_is_refused_with_both_numbers(tmp_path: Path) -> None:
-    path = tmp_path / "future.db"
+@pytest.mark.parametrize("version", [2, 99], ids=["older, with a separate outbox table", "newer"])
+def test_f7_another_version_is_refused_with_both_numbers(tmp_path: Path, version: int) -> None:
+    path = tmp_path / "other.db"
     with Ledger(path):
         pass
     with closing(sqlite3.connect(path)) as conn:
-        conn.execute("PRAGMA user_version = 99")
-    with pytest.raises(SchemaVersionError, match=f"version 99; this code needs version {SCHEMA_VERSION}"):
+        conn.execute(f"PRAGMA user_version = {version}")
+    before = file_digest(path)
+    with pytest.raises(SchemaVersionError, match=f"version {version}; this code needs version {SCHEMA_VERSION}"):
         Ledger(path)
+    assert file_digest(path) == before
 
 
 def test_f7_a_file_that_is_not_sqlite_is_refused_untouched(tmp_path: Path) -> None:
