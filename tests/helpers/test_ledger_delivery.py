@@ -182,6 +182,18 @@ def test_f3_a_failing_command_dies_and_its_thread_moves_on(db: Path) -> None:
             ("poison", 1, "error"), ("poison", 2, "error"), ("poison", 3, "dead"), ("after", 1, "done")]
 
 
+def test_f3_a_failed_attempt_keeps_its_error_until_a_result_is_recorded(db: Path) -> None:
+    with Ledger(db, max_attempts=3) as led:
+        led.submit(T, "flaky", "conv-1", {})
+        first = led.claim()
+        assert led.release(first, TimeoutError("the model timed out"))
+        waiting = led.get_command(T, "flaky")
+        assert (waiting.status, waiting.error) == ("accepted", "TimeoutError: the model timed out")
+        done = led.record_result(led.claim(), "fine")
+        assert (done.status, done.result, done.error) == ("done", "fine", None)
+        assert [r.outcome for r in led.list_runs(T, "conv-1")] == ["error", "done"]  # the history stays
+
+
 def test_f3_a_command_that_kills_its_worker_every_time_dies_too(db: Path) -> None:
     clock = ManualClock()
     with Ledger(db, clock=clock, max_attempts=2) as led:
