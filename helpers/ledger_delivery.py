@@ -194,7 +194,8 @@ class DeliveryMixin:
         body, _ = payload_json(result, label="result")
         with self._write() as conn:
             cursor = conn.execute("UPDATE commands SET status = ?, result = ?, error = NULL, ready = 0, "
-                                  "lease_expires = 0 WHERE seq = ? AND attempt = ? AND status IN ('accepted', 'running')",
+                                  "lease_expires = 0 WHERE seq = ? AND attempt = ? "
+                                  "AND status IN ('accepted', 'running')",
                                   (status, body, delivery.seq, delivery.attempt))
             if cursor.rowcount == 1:
                 conn.execute("UPDATE runs SET outcome = ?, start_checkpoint_id = ?, end_checkpoint_id = ? "
