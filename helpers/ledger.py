@@ -21,10 +21,11 @@ Public API (everything is importable from here; parts live in ``helpers.ledger_i
 Guarantees, as the tests in ``tests/helpers/test_ledger*.py`` check them
 -----------------------------------------------------------------------
 * **Acceptance is exactly once.** ``commands`` is UNIQUE on ``(tenant_id, command_id)``.
-  ``submit`` runs one ``BEGIN IMMEDIATE`` transaction: resolve the caller's conversation,
-  ``INSERT ... ON CONFLICT DO NOTHING``, read the stored row, commit; one commit per
-  accepted command and nothing else. The command row is its own outbox entry (its delivery
-  columns and two partial indexes), so an accepted command is queued in the same write.
+  ``submit`` accepts with one ``INSERT ... SELECT ... ON CONFLICT DO NOTHING`` statement (one
+  transaction: it finds the caller's conversation and inserts, or does nothing if the key
+  exists), then reads the stored row; one commit per accepted command and nothing else.
+  The command row is its own outbox entry (its delivery columns and two partial indexes),
+  so the insert that accepts a command also queues it.
   Same key + same payload returns the stored record (``created=False``); same key + another
   payload or conversation raises ``PayloadMismatch`` and writes nothing. 16 threads racing
   one key (sharing a ``Ledger`` or each with its own): one ``created=True``, one row, one
@@ -184,34 +185,28 @@ def submit_command(conn: sqlite3.Connection, tenant_id: str, command_id: str, co
                    payload: str, fingerprint: str, run_id: str) -> tuple[tuple | None, bool]:
     """Accept a command at most once; return (the stored command row, created).
 
-    One write transaction: find the caller's conversation, insert first (a second insert of
-    the key does nothing; a created row is queued, and is its thread's head if nothing else
-    of the thread is queued), read the stored row, commit. The row is None when the tenant
-    has no such conversation.
+    The INSERT is one statement, so one transaction: it finds the caller's conversation and
+    inserts the command unless the key exists (a created row is queued, as its thread's
+    head if nothing else of the thread is queued). Then read the stored row. The row is
+    None when the tenant has no such conversation.
     """
-    conn.execute("BEGIN IMMEDIATE")  # take the write lock before reading anything
-    try:
-        found = conn.execute("SELECT thread_id FROM conversations WHERE tenant_id = ? AND conversation_id = ?",
-                             (tenant_id, conversation_id)).fetchone()
-        if found is None:
-            conn.execute("ROLLBACK")
-            return None, False
-        inserted = conn.execute(
-            "INSERT INTO commands (tenant_id, command_id, conversation_id, thread_id, run_id, fingerprint,"
-            " payload, created_at, ready) VALUES (?, ?, ?, ?, ?, ?, ?, datetime('now'),"
-            " NOT EXISTS (SELECT 1 FROM commands WHERE thread_id = ? AND status IN ('accepted', 'running')))"
-            " ON CONFLICT (tenant_id, command_id) DO NOTHING",
-            (tenant_id, command_id, conversation_id, found[0], run_id, fingerprint, payload, found[0]))
-        stored = conn.execute(
-            "SELECT seq, tenant_id, command_id, conversation_id, thread_id, run_id, fingerprint, payload,"
-            " status, result, error, created_at FROM commands WHERE tenant_id = ? AND command_id = ?",
-            (tenant_id, command_id)).fetchone()
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
-    return stored, inserted.rowcount == 1
+    inserted = conn.execute(
+        "INSERT INTO commands (tenant_id, command_id, conversation_id, thread_id, run_id, fingerprint, payload,"
+        " created_at, ready)"
+        " SELECT tenant_id, ?, conversation_id, thread_id, ?, ?, ?, datetime('now'), NOT EXISTS"
+        " (SELECT 1 FROM commands WHERE thread_id = c.thread_id AND status IN ('accepted', 'running'))"
+        " FROM conversations AS c WHERE tenant_id = ? AND conversation_id = ?"
+        " ON CONFLICT (tenant_id, command_id) DO NOTHING",
+        (command_id, run_id, fingerprint, payload, tenant_id, conversation_id))
+    created = inserted.rowcount == 1  # decided by the insert itself, never by an earlier look
+    if not created and conn.execute("SELECT 1 FROM conversations WHERE tenant_id = ? AND conversation_id = ?",
+                                    (tenant_id, conversation_id)).fetchone() is None:
+        return None, False
+    stored = conn.execute(
+        "SELECT seq, tenant_id, command_id, conversation_id, thread_id, run_id, fingerprint, payload,"
+        " status, result, error, created_at FROM commands WHERE tenant_id = ? AND command_id = ?",
+        (tenant_id, command_id)).fetchone()
+    return stored, created
 
 
 def _record(row: tuple) -> CommandRecord:

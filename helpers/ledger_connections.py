@@ -5,7 +5,7 @@
   no file descriptor) behind. ``using()`` turns "database is locked" after the busy
   timeout into :class:`~helpers.ledger_records.LedgerBusy`; ``until()`` retries a step that
   SQLite's busy handler does not cover (``PRAGMA journal_mode=WAL``) until a deadline.
-* :class:`CrashAtCommit` makes the ``COMMIT`` of a transaction a simulated crash.
+* :class:`CrashAtCommit` makes the statement that would commit a write a simulated crash.
 """
 
 from __future__ import annotations
@@ -129,13 +129,17 @@ class ConnectionPool:
 
 
 class CrashAtCommit:
-    """A connection whose COMMIT is a simulated crash (for ``crash_at="before_commit"``)."""
+    """A connection that dies before its write commits (for ``crash_at="before_commit"``).
+
+    A ``COMMIT``, or an ``INSERT`` (which in autocommit mode commits by itself), raises
+    :class:`SimulatedCrash` instead of running: nothing of the write reaches the file.
+    """
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn
 
     def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:
-        if sql == "COMMIT":
+        if sql == "COMMIT" or sql.startswith("INSERT"):
             raise SimulatedCrash("before_commit")
         return self._conn.execute(sql, *args)
 

@@ -48,6 +48,9 @@ MAX_ID_LENGTH = 128
 MAX_PAYLOAD_DEPTH = 64
 _ID_RE = re.compile(r"[A-Za-z0-9._:-]+")
 _SCALARS = (type(None), bool, int, float, str)
+# Built once: json.dumps() with any non-default option builds a new encoder on every call.
+_ENCODERS = {sort_keys: json.JSONEncoder(sort_keys=sort_keys, separators=(",", ":"), ensure_ascii=False,
+                                         allow_nan=False) for sort_keys in (False, True)}
 
 
 def new_command_id() -> str:
@@ -126,7 +129,7 @@ def _normalise(value: Any, path: str, depth: int) -> Any:
 
 def _dumps(value: Any, label: str, *, sort_keys: bool) -> str:
     try:
-        text = json.dumps(value, sort_keys=sort_keys, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        text = _ENCODERS[sort_keys].encode(value)
         text.encode("utf-8")  # rejects lone surrogates, which have no UTF-8 form
     except (ValueError, UnicodeEncodeError) as exc:
         raise InvalidPayload(f"{label}: cannot encode as JSON: {exc}") from None
