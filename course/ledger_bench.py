@@ -4,7 +4,7 @@
 
 Both sides write to the *same* SQLite file with the *same* settings (WAL,
 ``synchronous``, busy timeout, one commit per row): the ledger's ``submit`` (validation,
-fingerprint, conversation lookup, insert-first, outbox row, read-back) against
+fingerprint, run ID, one INSERT ... SELECT that finds the conversation and queues the command, read-back) against
 ``INSERT OR IGNORE INTO plain ...`` of the same key and payload. They take turns in the
 same run, so a change in machine load hits both. Two workloads:
 
