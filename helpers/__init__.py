@@ -36,8 +36,8 @@ and what it holds. ``tests/course/test_architecture.py`` keeps the chapter lists
     ledger_service          10        the ledger in front of a real chat graph, and its dispatcher CLI
     multitask               12        double-texting on the Agent Server, made deterministic
     namespaces              05        the trip planner's nested subgraphs (saved from 05), namespace views
-    preloaded_processes     07 10     child processes forked from a server that imported LangGraph once
-    processes               00 01 03 11   real child Python processes (fresh interpreters)
+    preloaded_processes     07 10 11  child processes forked from a server that imported LangGraph once
+    processes               00 01 03  real child Python processes (fresh interpreters)
     serializer_safety       11        custom types in state, the msgpack allowlist, the advisories
     servers                 11 12     a private PostgreSQL and a local Agent Server, always stopped
     state_growth            11        trimming, summaries, references instead of content

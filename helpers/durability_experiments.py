@@ -255,6 +255,17 @@ def _examine_worker(folder: str, number: int, spec: dict[str, Any], exit_code: i
     worker_files(folder, number)[3].write_text(json.dumps({"exit_code": exit_code, **found}), encoding="utf-8")
 
 
+def _examine_workers(folder: str, specs: Sequence[dict[str, Any]], exit_codes: Sequence[int]) -> None:
+    """One examining child for a whole experiment: :func:`_examine_worker` for each worker, in turn.
+
+    One process rather than one per worker: the files are read after every worker has died,
+    so reading them one after the other changes no result, and the examination needs the
+    memory of one process instead of one per worker.
+    """
+    for number, (spec, code) in enumerate(zip(specs, exit_codes, strict=True)):
+        _examine_worker(folder, number, spec, code)
+
+
 class CrashLab:
     """Crash workers on request, each a real process forked from a server that imported LangGraph once.
 
@@ -262,8 +273,8 @@ class CrashLab:
     the crash experiment itself takes about a second. :meth:`run` runs one experiment in a
     new folder inside ``workdir``: every worker at once, each forked from the server
     (:class:`helpers.preloaded_processes.ProcessServer`), and when all have died, one more
-    child per worker opens its file, recovers the run and writes what it found; so every
-    file is read by a process that did not write it. The children's output (a traceback, if
+    child opens each worker's file in turn, recovers the run and writes what it found; so
+    every file is read by a process that did not write it. The children's output (a traceback, if
     any) goes to :attr:`log_path`. :meth:`close` (or leaving a ``with`` block) ends the
     server; if the notebook's kernel dies first, the server ends by itself.
     """
@@ -290,11 +301,10 @@ class CrashLab:
         log, server = self.log_path, self.server
         codes = server.wait([server.start(_crash_worker, folder, n, spec, log=log) for n, spec in enumerate(specs)],
                             timeout)
-        examined = server.wait([server.start(_examine_worker, folder, n, spec, code, log=log)
-                                for n, (spec, code) in enumerate(zip(specs, codes, strict=True))], timeout)
-        if any(examined):
+        examined = server.run(_examine_workers, folder, specs, codes, log=log, timeout=timeout)
+        if examined:
             tail = "\n".join(self.log_path.read_text(encoding="utf-8").strip().splitlines()[-10:])
-            raise RuntimeError(f"examining a crashed worker failed (exit codes {examined}):\n{tail}")
+            raise RuntimeError(f"examining the crashed workers failed (exit code {examined}):\n{tail}")
         results = []
         for number, run in enumerate(runs):
             found = json.loads(worker_files(folder, number)[3].read_text(encoding="utf-8"))

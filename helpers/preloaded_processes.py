@@ -1,10 +1,10 @@
 """Real child processes that skip the LangGraph import: forked from a server that did it once.
 
 A fresh interpreter spends a second or more importing LangGraph before it runs a line of a
-chapter's experiment. So the chapters that restart or crash real processes (07, 08, 10)
-start a :class:`ProcessServer` early: a plain child Python process (a fresh interpreter,
-started with :mod:`subprocess`, not a copy of the notebook's kernel, so it inherits no open
-SQLite connection, socket or thread) that imports the modules it is given once. Then, per request,
+chapter's experiment. So the chapters that restart, crash or run real worker processes
+(07, 08, 10, 11) start a :class:`ProcessServer` early: a plain child Python process (a fresh
+interpreter, started with :mod:`subprocess`, not a copy of the notebook's kernel, so it
+inherits no open SQLite connection, socket or thread) that imports the modules it is given once. Then, per request,
 it forks a child that runs an importable target, ``"module:function"`` with JSON arguments,
 and reports the child's pid and, when it ends, its exit status. Every child is a separate
 OS process with its own memory; ``os._exit(17)`` in it is a real crash, reported as 17.
@@ -15,6 +15,10 @@ OS process with its own memory; ``os._exit(17)`` in it is a real crash, reported
   go to ``log`` (never into a notebook cell); :meth:`ProcessServer.wait` collects exit codes
   of one child or of several running in parallel (killing them after a timeout);
   :meth:`ProcessServer.run` does both for one child.
+* :func:`run_script` is a target that runs a whole program given as source text, as
+  ``python -c`` would, so a chapter can show a child's program in a cell.
+* ``ProcessServer(..., env={...})`` sets variables before the server's imports, for
+  settings a library reads once, when it is imported (``LANGGRAPH_STRICT_MSGPACK``).
 * :meth:`ProcessServer.close` ends the server. It also ends by itself when its stdin
   closes, which happens when the process that made it exits or is killed (a restarted
   kernel); either way it first kills the children it still has.
@@ -45,13 +49,13 @@ import threading
 import time
 import traceback
 import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["Child", "ProcessServer", "run_target", "serve", "server_for", "target_name"]
+__all__ = ["Child", "ProcessServer", "run_script", "run_target", "serve", "server_for", "target_name"]
 
 SERVER_COMMAND = "import sys; from helpers.preloaded_processes import serve; serve(sys.argv[1:])"
 FRESH_COMMAND = ("import json, os, sys; from helpers.preloaded_processes import run_target; "
@@ -98,6 +102,17 @@ def run_target(target: str, args: Sequence[Any], log: str) -> int:
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
     return code
+
+
+def run_script(source: str, *argv: str) -> None:
+    """Run Python ``source`` in this process as ``python -c source *argv`` would: a target for a script.
+
+    ``sys.argv[1:]`` is ``argv`` and the script runs as ``__main__``. Forked from a server
+    that preloaded what the script imports, its imports are already done: a chapter can
+    show a child's whole program as a string, and not wait for a fresh interpreter.
+    """
+    sys.argv = ["-c", *argv]
+    exec(compile(source, "<string>", "exec"), {"__name__": "__main__", "__builtins__": __builtins__})
 
 
 # ----------------------------------------------------------------------------- the server
@@ -258,10 +273,15 @@ class ProcessServer:
 
     ``log`` receives the server's own stderr. ``fork=False`` (the default where
     ``os.fork`` is missing) starts no server: every target runs in a fresh interpreter.
+    ``env`` adds environment variables for the server (and so for every child), set before
+    it imports ``preload``: for settings a library reads once, when it is imported.
     """
 
-    def __init__(self, preload: Sequence[str] = (), *, log: str | Path = os.devnull, fork: bool | None = None) -> None:
+    def __init__(self, preload: Sequence[str] = (), *, log: str | Path = os.devnull, fork: bool | None = None,
+                 env: Mapping[str, str] | None = None) -> None:
         self.preload = tuple(preload)
+        self.env = dict(env or {})  # set for the server before its imports, so inherited by every child
+        child_env = {**os.environ, **self.env} if self.env else None
         self.forks = hasattr(os, "fork") if fork is None else fork
         self.exit_code: int | None = None
         self._owner = os.getpid()
@@ -273,7 +293,8 @@ class ProcessServer:
         if self.forks:
             with open(log, "ab") as server_log:
                 self.process = subprocess.Popen([sys.executable, "-c", SERVER_COMMAND, *self.preload],
-                                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=server_log)
+                                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=server_log,
+                                                env=child_env)
             self._reader = threading.Thread(target=_read_replies, args=(self.process.stdout, self._replies),
                                             daemon=True, name="process-server-replies")
             self._reader.start()
@@ -300,7 +321,8 @@ class ProcessServer:
             with open(log, "ab") as child_log:
                 self._fresh[number] = subprocess.Popen(
                     [sys.executable, "-c", FRESH_COMMAND, name, json.dumps(arguments), str(log)],
-                    stdin=subprocess.DEVNULL, stdout=child_log, stderr=child_log)
+                    stdin=subprocess.DEVNULL, stdout=child_log, stderr=child_log,
+                    env={**os.environ, **self.env} if self.env else None)
             return Child(number, self._fresh[number].pid, name)
         self._send({"start": number, "target": name, "args": arguments, "log": str(log)})
         self._await(lambda: number in self._replies.started or number in self._replies.failed,
@@ -416,10 +438,11 @@ class ProcessServer:
 def server_for(preload: Sequence[str]) -> Iterator[ProcessServer]:
     """This process's open server that preloaded every module of ``preload``; else a new one for the block.
 
-    A borrowed server stays open after the block; a new one is closed at its end.
+    A borrowed server stays open after the block; a new one is closed at its end. A server
+    made with an ``env`` of its own is never lent: its children would not run as asked.
     """
     for server in list(_OPEN):
-        if server.is_open and set(preload) <= set(server.preload):
+        if server.is_open and not server.env and set(preload) <= set(server.preload):
             yield server
             return
     with ProcessServer(preload) as server:

@@ -43,6 +43,7 @@ from .postgres import (
     POSTGRES_INSTALL_HINT,
     POSTGRES_STOP_SIGNAL,
     SYSTEM_POSTGRES_GLOBS,
+    THROWAWAY_SETTINGS,
     UNPRIVILEGED_USER,
     find_postgres_bin_dir,
     postgres_server,
@@ -68,7 +69,8 @@ from .running import (
 __all__ = [
     "AGENT_SERVER_INSTALL_HINT", "HOST", "INSTALL_HINT", "LANGGRAPH_CLI_MODULES", "LOG_MARKER", "LOG_TAIL_LINES",
     "OFFLINE_AGENT_ENV", "OWNER_FILE", "PGSERVER_PACKAGE", "POSTGRES_BIN_ENV", "POSTGRES_INSTALL_HINT",
-    "POSTGRES_STOP_SIGNAL", "RUN_ENV", "STOP_GRACE", "SYSTEM_POSTGRES_GLOBS", "TEMP_PREFIX", "UNPRIVILEGED_USER",
+    "POSTGRES_STOP_SIGNAL", "RUN_ENV", "STOP_GRACE", "SYSTEM_POSTGRES_GLOBS", "TEMP_PREFIX", "THROWAWAY_SETTINGS",
+    "UNPRIVILEGED_USER",
     "PortInUseError", "RunningServer", "ServerNotInstalledError", "ServerStartError", "agent_config", "agent_server",
     "find_postgres_bin_dir", "free_port", "leftover_server_processes", "log_tail", "port_is_free",
     "postgres_server", "processes_of_run", "stray_servers_on_this_machine", "_STARTED", "_group_members",

@@ -47,6 +47,12 @@ POSTGRES_INSTALL_HINT = (
     f"or set {POSTGRES_BIN_ENV} to a directory that holds initdb and postgres."
 )
 
+# The cluster is deleted when the server stops, so nothing it writes has to survive a power
+# cut: no fsync, no waiting for the WAL at each commit (every checkpoint a saver writes is a
+# commit), no full-page images. A crash of the server process itself still loses nothing
+# (the data is in the OS cache). Never run a database you keep like this.
+THROWAWAY_SETTINGS = ("fsync=off", "synchronous_commit=off", "full_page_writes=off")
+
 # SIGINT is PostgreSQL's "fast shutdown": it disconnects clients and exits cleanly,
 # where SIGTERM ("smart") would wait for every client to disconnect first.
 POSTGRES_STOP_SIGNAL = signal.SIGINT
@@ -201,7 +207,8 @@ def postgres_server(*, port: int | None = None, startup_timeout: float = 30.0) -
 
         def start(candidate: int) -> _Record:
             argv = [str(bin_dir / "postgres"), "-D", str(data_dir), "-p", str(candidate),
-                    "-c", f"listen_addresses={HOST}", "-c", "unix_socket_directories="]
+                    "-c", f"listen_addresses={HOST}", "-c", "unix_socket_directories=",
+                    *(arg for setting in THROWAWAY_SETTINGS for arg in ("-c", setting))]
             return _launch("postgres", argv, workdir=workdir, log_path=log_path, env=_postgres_env(),
                            cwd=workdir, stop_signal=POSTGRES_STOP_SIGNAL, run_as=run_as)
 

@@ -70,6 +70,32 @@ def test_the_preloaded_modules_are_there_when_forked(tmp_path: Path) -> None:
         assert (warm.run(preloaded_here), cold.run(preloaded_here)) == (0, 1)
 
 
+SCRIPT = """
+import os, sys
+print("argv:", sys.argv[1:], "| main:", __name__ == "__main__", "| env:", os.environ.get("COURSE_TEST_SETTING"))
+sys.exit(int(sys.argv[1]))
+"""
+
+
+def test_run_script_runs_source_like_python_c(server: ProcessServer, tmp_path: Path) -> None:
+    log = tmp_path / "script.log"
+    assert server.run(preloaded_processes.run_script, SCRIPT, "0", "two", log=log) == 0
+    assert server.run("helpers.preloaded_processes:run_script", SCRIPT, "3", log=log) == 3
+    assert log.read_text().splitlines() == ["argv: ['0', 'two'] | main: True | env: None",
+                                            "argv: ['3'] | main: True | env: None"]
+
+
+@pytest.mark.parametrize("fork", WAYS)
+def test_env_is_set_before_the_imports_and_inherited_by_every_child(fork: bool, tmp_path: Path) -> None:
+    log = tmp_path / "env.log"
+    with ProcessServer(["email.mime.text"], fork=fork, env={"COURSE_TEST_SETTING": "on"}) as made:
+        assert made.run(preloaded_processes.run_script, SCRIPT, "0", log=log) == 0
+        with preloaded_processes.server_for(["email.mime.text"]) as lent:
+            assert lent is not made  # a server with its own env is never lent
+    assert "env: on" in log.read_text()
+    assert "COURSE_TEST_SETTING" not in os.environ  # only the server's environment had it
+
+
 def test_a_timeout_kills_the_children_still_running(server: ProcessServer) -> None:
     quick, slow = server.start("time:sleep", 0), server.start("time:sleep", 60)
     started = time.monotonic()

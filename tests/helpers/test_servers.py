@@ -108,6 +108,15 @@ def test_postgres_url_points_at_a_working_server(pg: RunningServer) -> None:
     assert "ready to accept connections" in pg.log_tail()
 
 
+def test_postgres_runs_as_a_throwaway_cluster(pg: RunningServer) -> None:
+    # Deleted on exit, so nothing must survive a power cut: commits do not wait for the disk.
+    with psycopg.connect(pg.url) as conn:
+        settings = {name: conn.execute(f"SHOW {name}").fetchone()[0]
+                    for name in ("fsync", "synchronous_commit", "full_page_writes")}
+    assert settings == {"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off"}
+    assert servers.THROWAWAY_SETTINGS == tuple(f"{k}={v}" for k, v in settings.items())
+
+
 def test_postgres_never_runs_as_root(pg: RunningServer) -> None:
     # PostgreSQL refuses root; as root (CI) the helper runs it as an unprivileged user.
     if os.geteuid() == 0:
