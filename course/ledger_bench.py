@@ -9,6 +9,9 @@ fingerprint, run ID, one INSERT ... SELECT that finds the conversation and queue
 same run, so a change in machine load hits both. Two workloads:
 
 * ``single_writer``: one thread, one ledger row then one plain row (or the other way round);
+  it also times the ledger's SQL alone (``submit_command`` with the fingerprint and run ID
+  computed beforehand), which splits the gap into database work and Python work
+  (validation, fingerprint, run ID, the record);
 * ``processes``: ``processes`` processes at once, each with its own connections (and its own
   conversation, as API workers would have), released together by a barrier; all write
   ledger rows in one round and plain rows in the next, for ``rounds`` rounds.
@@ -29,7 +32,7 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
-from helpers.ledger import Ledger, new_command_id
+from helpers.ledger import Ledger, new_command_id, payload_json, run_id_for, submit_command
 
 __all__ = ["RATIO_TARGET", "benchmark_ledger"]
 
@@ -48,13 +51,21 @@ class _Writers:
         self.plain = sqlite3.connect(path, timeout=60, isolation_level=None)
         self.plain.execute(f"PRAGMA synchronous = {synchronous}")  # checked by Ledger() above
         self.plain.execute(PLAIN_TABLE)
+        self.sql = sqlite3.connect(path, timeout=60, isolation_level=None)  # the ledger's statements alone
+        self.sql.execute(f"PRAGMA synchronous = {synchronous}")
+        self.sql.execute("PRAGMA foreign_keys = ON")  # as the ledger's own connections
 
     def one(self, kind: str, i: int) -> float:
         """Write one row (a new key) with ``kind``; the seconds it took."""
         key, payload = new_command_id(), {"text": "I prefer a window seat", "i": i}
+        if kind == "sql":
+            body, digest = payload_json(payload)
+            run_id = run_id_for("bench", key)
         began = time.perf_counter()
         if kind == "ledger":
             self.ledger.submit("bench", key, self.conversation, payload)
+        elif kind == "sql":
+            submit_command(self.sql, "bench", key, self.conversation, body, digest, run_id)
         else:
             self.plain.execute("INSERT OR IGNORE INTO plain VALUES (?, ?, ?)", ("bench", key, json.dumps(payload)))
         return time.perf_counter() - began
@@ -65,6 +76,7 @@ class _Writers:
     def close(self) -> None:
         self.ledger.close()
         self.plain.close()
+        self.sql.close()
 
 
 def _rates(seconds: dict[str, float], rows: int) -> dict[str, Any]:
@@ -75,16 +87,17 @@ def _rates(seconds: dict[str, float], rows: int) -> dict[str, Any]:
 def _single_writer(path: Path, commands: int, synchronous: str) -> dict[str, Any]:
     # Row by row, alternating which side goes first: a load spike hits both sides alike.
     writers = _Writers(path, synchronous, "conv-0")
-    seconds = {"ledger": 0.0, "plain": 0.0}
+    seconds = {"ledger": 0.0, "plain": 0.0, "sql": 0.0}
     try:
-        writers.run("ledger", 20, 0)  # warm up: statement caches, first pages
-        writers.run("plain", 20, 0)
+        for kind in seconds:  # warm up: statement caches, first pages
+            writers.run(kind, 20, 0)
         for i in range(commands):
-            for kind in (("ledger", "plain") if i % 2 == 0 else ("plain", "ledger")):
+            for kind in (("ledger", "sql", "plain") if i % 2 == 0 else ("plain", "sql", "ledger")):
                 seconds[kind] += writers.one(kind, i)
     finally:
         writers.close()
-    return _rates(seconds, commands)
+    return {**_rates(seconds, commands), "sql_per_s": commands / seconds["sql"],
+            "sql_ratio": seconds["plain"] / seconds["sql"]}
 
 
 def _worker(path: str, index: int, phases: list[str], batch: int, synchronous: str, barrier: Any) -> None:
@@ -150,6 +163,10 @@ def rows_for_table(result: dict[str, Any]) -> list[dict[str, str]]:
                      "ledger accepted/s": f"{part['ledger_per_s']:.0f}",
                      "INSERT OR IGNORE/s": f"{part['plain_per_s']:.0f}", "ratio": f"{part['ratio']:.2f}",
                      f"≥ {RATIO_TARGET}": "yes" if part["ratio"] >= RATIO_TARGET else "NO"})
+        if "sql_ratio" in part:
+            rows.append({"workload": f"{label}, SQL alone", "rows each": str(part["rows_each"]),
+                         "ledger accepted/s": f"{part['sql_per_s']:.0f}", "INSERT OR IGNORE/s": "(same)",
+                         "ratio": f"{part['sql_ratio']:.2f}", f"≥ {RATIO_TARGET}": "-"})
     return rows
 
 

@@ -531,6 +531,7 @@ def test_benchmark_small(tmp_path: Path) -> None:
     for part in (single, procs):
         assert part["ledger_per_s"] > 0 and part["plain_per_s"] > 0
         assert part["ratio"] == pytest.approx(part["ledger_per_s"] / part["plain_per_s"])
+    assert single["sql_per_s"] > 0 and single["sql_ratio"] == pytest.approx(single["sql_per_s"] / single["plain_per_s"])
     with closing(sqlite3.connect(next(tmp_path.glob("bench-single-*.db")))) as conn:
-        assert conn.execute("SELECT COUNT(*) FROM commands").fetchone()[0] == 50  # 20 warm-up + 30
+        assert conn.execute("SELECT COUNT(*) FROM commands").fetchone()[0] == 100  # 2 x (20 warm-up + 30)
         assert conn.execute("SELECT COUNT(*) FROM plain").fetchone()[0] == 50
