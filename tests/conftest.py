@@ -128,19 +128,22 @@ def pytest_unconfigure(config):
         run.close()
 
 
-# Longest scopes first (measured, seconds on an idle 2-core VM): xdist's loadscope hands out
-# modules and notebooks in collection order (`--no-loadscope-reorder`; its default order is
-# by number of tests), so a long module handed out late would run alone at the end.
-SLOWEST_FIRST = ("tests/course/test_grade_chapters.py",  # 38
-                 "tests/course/test_grade_failures.py",  # 30
-                 "tests/course/test_grade_batch.py",  # 29
-                 "tests/helpers/test_servers.py",  # 23
-                 "tests/helpers/test_durability_experiments.py",  # 13
-                 "12_agent_server.ipynb", "11_production_backends.ipynb",  # 10 each, in both folders
-                 "tests/helpers/test_multitask.py",  # 10
-                 "tests/helpers/test_ledger_service.py",  # 9
-                 "tests/helpers/test_preloaded_processes.py",  # 7.5
-                 "08_durability.ipynb", "tests/course/test_progress.py")  # 6-7
+# Longest scopes first (measured: seconds of one full `make test`, 3 workers, 2 cores, load
+# ~4 from other work): xdist's loadscope hands out modules and notebooks in collection order
+# (`--no-loadscope-reorder`; its default order is by number of tests), so a long module
+# handed out late would run alone at the end.
+SLOWEST_FIRST = ("tests/course/test_grade_failures.py",  # 44
+                 "tests/helpers/test_servers.py",  # 34
+                 "tests/course/test_grade_logic.py",  # 28
+                 "tests/course/test_grade_chapters.py",  # 23
+                 "tests/course/test_grade_batch.py",  # 17
+                 "tests/helpers/test_durability_experiments.py",  # 14
+                 "11_production_backends.ipynb", "12_agent_server.ipynb",  # 11-13 each, in both folders
+                 "tests/helpers/test_ledger_service.py",  # 13
+                 "tests/helpers/test_multitask.py",  # 12.5
+                 "tests/checks/test_exercises.py",  # 12
+                 "tests/helpers/test_preloaded_processes.py",  # 11
+                 "tests/course/test_progress.py", "08_durability.ipynb")  # 8-9
 
 
 def pytest_collection_modifyitems(session, config, items):

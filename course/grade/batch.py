@@ -1,98 +1,26 @@
-"""Grading files: one submission end to end, and a batch ``jobs`` at a time."""
+"""Grading a batch of files, ``jobs`` at a time, in worker processes.
+
+This module imports nothing heavy: the process that hands files to workers never runs a
+notebook, so it need not pay for nbformat and nbclient. :func:`grade_file` (in
+:mod:`course.grade.submission`) is imported where a file is graded.
+"""
 
 from __future__ import annotations
 
-import asyncio
 import multiprocessing
 import os
 import shutil
 import signal
-import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
-import nbformat
-
-from ..layout import SOLUTIONS
-from .execution import Step, run_notebook
 from .kernels import scratch_folder
-from .reading import Invalid, exercise_ids, identify_chapter, pristine_learner_copy, read_submission
-from .results import DEFAULT_TIMEOUT, INVALID, Graded, Row
-from .rewriting import graded_notebook
-from .scoring import verdicts
+from .results import DEFAULT_TIMEOUT, Graded
 
 WORKER_STEP = "grading it in a worker process"
-
-
-def grade_file(path_text: str, shown: str | None = None, timeout: float = DEFAULT_TIMEOUT,
-               solutions: str | None = None, checks_dirs: Sequence[str] = (), keep: str | None = None,
-               scratch: str | None = None) -> Graded:
-    """Grade one submission; never raises (problems become rows). ``scratch``: the folder
-    for the kernel's temporary folder (default: the system's temp dir).
-
-    When the grader itself breaks, the file gets one ``error`` row that says so, names the
-    step that broke and the exception's first line, and ``internal_error`` is set.
-    """
-    started = time.perf_counter()
-    path = Path(path_text)
-    shown = shown if shown is not None else path_text
-    solutions_dir = Path(solutions) if solutions else SOLUTIONS
-    graded = Graded(shown)
-    step = Step("reading the file")
-    try:
-        try:
-            nb = read_submission(path)
-        except Invalid as exc:
-            step.text = "identifying the chapter"
-            solution = identify_chapter(None, path.name, solutions_dir)
-            _invalid(graded, solution, str(exc))
-            return graded
-        step.text = "identifying the chapter"
-        solution = identify_chapter(nb, path.name, solutions_dir)
-        if solution is None:
-            meta = nb.metadata.get("course") if isinstance(nb.metadata.get("course"), dict) else {}
-            said = meta.get("slug") or meta.get("chapter")
-            hint = f" (its metadata names {said!r})" if said else ""
-            _invalid(graded, None, f"unknown chapter{hint}: no course.slug metadata or NN_ file name matches a "
-                                   f"chapter in {solutions_dir.name}/")
-            return graded
-        step.text = f"building the graded notebook from {solution.name}"
-        pristine = pristine_learner_copy(solution)
-        graded.chapter, graded.title = solution.name[:2], pristine.metadata.get("course", {}).get("title", "")
-        run_nb, plan = graded_notebook(pristine, nb, [Path(d) for d in checks_dirs])
-        runs = asyncio.run(run_notebook(run_nb, plan, timeout, step, scratch))
-        step.text = "reading the check results"
-        for ex, status, message in verdicts(run_nb, plan, runs, timeout):
-            graded.rows.append(Row(shown, graded.chapter, ex, status, message))
-        if keep:
-            step.text = f"storing the executed notebook in {keep}"
-            _keep(run_nb, Path(keep), path)
-    except Exception as exc:  # the grader itself failed: report, mark, keep going
-        graded.fail_internally(step.text, exc)
-    finally:
-        graded.seconds = time.perf_counter() - started
-    return graded
-
-
-def _invalid(graded: Graded, solution: Path | None, message: str) -> None:
-    if solution is None:
-        graded.rows.append(Row(graded.submission, "", "", INVALID, message))
-        return
-    nb = nbformat.read(solution, as_version=4)
-    graded.chapter = solution.name[:2]
-    graded.title = (nb.metadata.get("course") or {}).get("title", "")
-    for ex in exercise_ids(nb):
-        graded.rows.append(Row(graded.submission, graded.chapter, ex, INVALID, message))
-    if not graded.rows:
-        graded.rows.append(Row(graded.submission, graded.chapter, "", INVALID, message))
-
-
-def _keep(nb: Any, folder: Path, path: Path) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    nbformat.write(nb, folder / f"{path.stem}.graded.ipynb")
 
 
 def expand(args: Sequence[str]) -> list[str]:
@@ -131,6 +59,8 @@ def grade_paths(paths: Sequence[str], timeout: float = DEFAULT_TIMEOUT, jobs: in
             reported += 1
 
     if jobs <= 1 or len(paths) <= 1:
+        from .submission import grade_file  # the heavy imports, in the process that grades
+
         for index, path in enumerate(paths):
             collect(index, grade_file(path, **kwargs))
         return [results[i] for i in range(len(paths))]
@@ -156,6 +86,8 @@ def _exit_on_sigterm(signum: int, frame: Any) -> None:
 def _grade_in_worker(path: str, **kwargs: Any) -> Graded:
     """:func:`grade_file` in a worker; after a SIGTERM (the kernel is stopped by then) the
     worker ends instead of taking the next file."""
+    from .submission import grade_file
+
     try:
         return grade_file(path, **kwargs)
     except SystemExit as stop:

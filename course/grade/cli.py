@@ -13,8 +13,8 @@ from typing import Any
 from helpers.checks.protocol import PASSED
 from helpers.text_tables import format_table
 
+from ..layout import chapters
 from .batch import expand, grade_paths
-from .reading import chapter_solutions
 from .results import CSV_COLUMNS, DEFAULT_TIMEOUT, INTERNAL_ERROR, INVALID, Graded
 
 
@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--timeout must be a positive number of seconds")
     if args.jobs < 1:
         parser.error("--jobs must be at least 1")
-    if args.solutions and not chapter_solutions(Path(args.solutions)):
+    if args.solutions and not chapters(Path(args.solutions)):
         parser.error(f"--solutions {args.solutions}: no NN_*.ipynb notebooks there")
     handle = None
     if args.csv:

@@ -18,12 +18,14 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jupyter_client import AsyncKernelManager
-from nbclient import NotebookClient
 
 from ..layout import ROOT
+
+if TYPE_CHECKING:  # nbclient imports nbformat (about 1 s of CPU): a batch's main process needs neither
+    from nbclient import NotebookClient
 
 STARTUP_TIMEOUT = 120  # seconds a fresh kernel gets to answer; a loaded machine needs many
 MAX_SOCKET_PATH = 100  # bytes; below the smallest sun_path (macOS: 104 with the final NUL)

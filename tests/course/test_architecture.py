@@ -1,6 +1,7 @@
 """The layout tells the architecture: helpers/ is what chapters import, course/ is the kit's machinery."""
 
 import ast
+import functools
 import re
 
 import pytest
@@ -43,10 +44,15 @@ def test_no_module_is_oversized(package):
     assert not big, f"split these modules (over {MAX_LINES} lines): {big}"
 
 
+@functools.cache
+def code_sources() -> dict[str, tuple[str, ...]]:
+    """Chapter number -> the sources of its code cells; read once (the index test asks for every module)."""
+    return {p.stem[:2]: tuple(source(c) for c in read(p).cells if c.cell_type == "code") for p in SOLUTIONS}
+
+
 def chapters_using(module):
     pattern = re.compile(rf"\bhelpers\.{module}\b|from helpers import [\w, ()\n]*\b{module}\b")
-    return sorted({p.stem[:2] for p in SOLUTIONS for c in read(p).cells
-                   if c.cell_type == "code" and pattern.search(source(c))})
+    return sorted({number for number, sources in code_sources().items() if any(pattern.search(s) for s in sources)})
 
 
 def helper_modules():

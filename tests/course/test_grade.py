@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -34,6 +36,28 @@ def test_usage_errors_exit_2(tmp_path, capsys):
         with pytest.raises(SystemExit) as exit_info:
             grade.main(args)
         assert exit_info.value.code == 2, args
+
+
+HEAVY = ("nbformat", "nbclient", "jsonschema")
+
+
+def test_the_command_line_and_the_batch_import_no_notebook_machinery():
+    """A batch's main process only hands files to workers: importing nbformat, nbclient and
+    jsonschema there would cost about 1.3 s of CPU per grader run for nothing."""
+    code = ("import sys; import course.grade, course.grade.cli, course.grade.batch; "
+            f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert proc.stdout.strip() == "[]", proc.stdout
+
+
+def test_every_public_name_of_the_package_resolves():
+    assert len(grade.__all__) == 43 and "grade_file" in grade.__all__ and "main" in grade.__all__
+    for name in grade.__all__:
+        assert getattr(grade, name) is not None, name
+    assert grade.grade_file.__module__ == "course.grade.submission" and grade.kernels.__name__ == "course.grade.kernels"
+    assert set(dir(grade)) >= set(grade.__all__) | {"batch", "submission"}
+    with pytest.raises(AttributeError):
+        grade.no_such_name  # noqa: B018
 
 
 def test_signed_result_rejects_forgeries():
