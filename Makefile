@@ -46,8 +46,11 @@ lab: $(STAMP)
 	   --LabApp.default_url=/lab/tree/notebooks/00_start_here.ipynb --KernelManager.transport=ipc \
 	   --port=$(PORT) $(LAB_OPTIONS) $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
 
+# Bytecode caches on even where the environment turns them off (PYTHONDONTWRITEBYTECODE, as
+# in some containers): the suite starts dozens of Python processes (workers, kernels, grader
+# workers) that would each compile the course's modules again; __pycache__ is gitignored.
 test: $(STAMP)
-	@$(PY) -m pytest
+	@PYTHONDONTWRITEBYTECODE= $(PY) -m pytest
 
 # Maintainers: ruff and jupytext (the `dev` extra in pyproject.toml); learners never need them.
 DEV_STAMP := $(VENV)/.dev-installed
