@@ -49,8 +49,9 @@ POSTGRES_INSTALL_HINT = (
 
 # The cluster is deleted when the server stops, so nothing it writes has to survive a power
 # cut: no fsync, no waiting for the WAL at each commit (every checkpoint a saver writes is a
-# commit), no full-page images. A crash of the server process itself still loses nothing
-# (the data is in the OS cache). Never run a database you keep like this.
+# commit), no full-page images. A power cut, or a crash of the server (synchronous_commit=off),
+# could lose the last commits; the course never crashes this server. Never run a database
+# you keep like this.
 THROWAWAY_SETTINGS = ("fsync=off", "synchronous_commit=off", "full_page_writes=off")
 
 # SIGINT is PostgreSQL's "fast shutdown": it disconnects clients and exits cleanly,
