@@ -281,7 +281,7 @@ class ProcessServer:
                  env: Mapping[str, str] | None = None) -> None:
         self.preload = tuple(preload)
         self.env = dict(env or {})  # set for the server before its imports, so inherited by every child
-        child_env = {**os.environ, **self.env} if self.env else None
+        self._process_env = {**os.environ, **self.env} if self.env else None  # None: inherit ours
         self.forks = hasattr(os, "fork") if fork is None else fork
         self.exit_code: int | None = None
         self._owner = os.getpid()
@@ -294,7 +294,7 @@ class ProcessServer:
             with open(log, "ab") as server_log:
                 self.process = subprocess.Popen([sys.executable, "-c", SERVER_COMMAND, *self.preload],
                                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=server_log,
-                                                env=child_env)
+                                                env=self._process_env)
             self._reader = threading.Thread(target=_read_replies, args=(self.process.stdout, self._replies),
                                             daemon=True, name="process-server-replies")
             self._reader.start()
@@ -322,7 +322,7 @@ class ProcessServer:
                 self._fresh[number] = subprocess.Popen(
                     [sys.executable, "-c", FRESH_COMMAND, name, json.dumps(arguments), str(log)],
                     stdin=subprocess.DEVNULL, stdout=child_log, stderr=child_log,
-                    env={**os.environ, **self.env} if self.env else None)
+                    env=self._process_env)
             return Child(number, self._fresh[number].pid, name)
         self._send({"start": number, "target": name, "args": arguments, "log": str(log)})
         self._await(lambda: number in self._replies.started or number in self._replies.failed,
