@@ -131,15 +131,16 @@ class ConnectionPool:
 class CrashAtCommit:
     """A connection that dies before its write commits (for ``crash_at="before_commit"``).
 
-    A ``COMMIT``, or an ``INSERT`` (which in autocommit mode commits by itself), raises
-    :class:`SimulatedCrash` instead of running: nothing of the write reaches the file.
+    ``submit_command`` writes with one ``INSERT`` in autocommit mode, so the ``INSERT`` is
+    the commit: it raises :class:`SimulatedCrash` instead of running, and nothing of the
+    write reaches the file.
     """
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn
 
     def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:
-        if sql == "COMMIT" or sql.startswith("INSERT"):
+        if sql.startswith("INSERT"):
             raise SimulatedCrash("before_commit")
         return self._conn.execute(sql, *args)
 
