@@ -13,8 +13,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from helpers.ledger_records import LedgerBusy, LedgerError, SimulatedCrash
@@ -87,23 +86,9 @@ class ConnectionPool:
         return LedgerBusy(f"{self.path} stayed locked for {self.timeout} s; nothing was changed, "
                           "so retrying the call is safe")
 
-    @contextmanager
-    def using(self) -> Iterator[sqlite3.Connection]:
+    def using(self) -> _Lending:
         """Lend a connection; a lock that outlasts the busy timeout becomes ``LedgerBusy``."""
-        try:
-            conn = self.get()
-        except sqlite3.OperationalError as exc:
-            if is_busy(exc):
-                raise self.busy() from exc
-            raise
-        try:
-            yield conn
-        except sqlite3.OperationalError as exc:
-            if is_busy(exc):
-                raise self.busy() from exc
-            raise
-        finally:
-            self.put(conn)
+        return _Lending(self)
 
     def until(self, deadline: float, step: Callable[[], T]) -> T:
         """Run ``step``, retrying while the file is locked, until ``deadline``.
@@ -126,6 +111,29 @@ class ConnectionPool:
                 raise LedgerError(f"{self.path} is not a ledger database: {exc}") from exc
             time.sleep(min(pause, max(0.0, deadline - time.monotonic())))
             pause = min(pause * 2, 0.05)
+
+
+class _Lending:
+    """``with pool.using() as conn``: a class, not a generator, as every ledger call enters one."""
+
+    __slots__ = ("pool", "conn")
+
+    def __init__(self, pool: ConnectionPool) -> None:
+        self.pool = pool
+
+    def __enter__(self) -> sqlite3.Connection:
+        try:
+            self.conn = self.pool.get()
+        except sqlite3.OperationalError as exc:
+            if is_busy(exc):
+                raise self.pool.busy() from exc
+            raise
+        return self.conn
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
+        self.pool.put(self.conn)
+        if isinstance(exc, sqlite3.OperationalError) and is_busy(exc):
+            raise self.pool.busy() from exc
 
 
 class CrashAtCommit:

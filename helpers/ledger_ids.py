@@ -48,6 +48,8 @@ MAX_ID_LENGTH = 128
 MAX_PAYLOAD_DEPTH = 64
 _ID_RE = re.compile(r"[A-Za-z0-9._:-]+")
 _SCALARS = (type(None), bool, int, float, str)
+_RUN_HASH = hashlib.sha1(RUN_NAMESPACE.bytes, usedforsecurity=False)  # uuid5 hashes namespace + name
+_VARIANT = {digit: "89ab"[int(digit, 16) & 3] for digit in "0123456789abcdef"}  # the top bits become 10
 # Built once: json.dumps() with any non-default option builds a new encoder on every call.
 _ENCODERS = {sort_keys: json.JSONEncoder(sort_keys=sort_keys, separators=(",", ":"), ensure_ascii=False,
                                          allow_nan=False) for sort_keys in (False, True)}
@@ -73,9 +75,13 @@ def run_id_for(tenant_id: str, command_id: str) -> str:
     """The ledger's run ID of a command: uuid5 of ``tenant/command`` (``/`` is not an ID character).
 
     One per command, shared by every delivery attempt of it; the attempt number tells the
-    deliveries apart.
+    deliveries apart. Equal to ``stable_id(RUN_NAMESPACE, f"{tenant_id}/{command_id}")``
+    (a test checks it), spelled out on the hash because ``submit`` computes it every time.
     """
-    return stable_id(RUN_NAMESPACE, f"{tenant_id}/{command_id}")
+    digest = _RUN_HASH.copy()
+    digest.update(f"{tenant_id}/{command_id}".encode())
+    h = digest.hexdigest()  # RFC 9562 uuid5: the first 16 bytes of sha1, version 5, variant 10
+    return f"{h[:8]}-{h[8:12]}-5{h[13:16]}-{_VARIANT[h[16]]}{h[17:20]}-{h[20:32]}"
 
 
 def _clip(text: str, limit: int = 40) -> str:
@@ -85,7 +91,10 @@ def _clip(text: str, limit: int = 40) -> str:
 
 def validate_id(field: str, value: object) -> str:
     """Return ``value`` if it is a valid ID, else raise ``InvalidId`` naming the field."""
-    if type(value) is not str:  # exact: a str subclass can lie about its length or text
+    # exact type: a str subclass can lie about its length or text
+    if type(value) is str and len(value) <= MAX_ID_LENGTH and _ID_RE.fullmatch(value):
+        return value
+    if type(value) is not str:
         raise InvalidId(field, f"must be a str, got {type(value).__name__}")
     text = value
     if not text:
@@ -94,37 +103,58 @@ def validate_id(field: str, value: object) -> str:
         raise InvalidId(field, f"{len(text)} chars, at most {MAX_ID_LENGTH} allowed: {_clip(text)}")
     if "\x00" in text:
         raise InvalidId(field, f"contains a NUL character: {_clip(text)}")
-    if not _ID_RE.fullmatch(text):
-        bad = sorted({c for c in text if not _ID_RE.fullmatch(c)})[:5]
-        raise InvalidId(field, f"only [A-Za-z0-9._:-] allowed, found {''.join(bad)!r} in {_clip(text)}")
-    return text
+    bad = sorted({c for c in text if not _ID_RE.fullmatch(c)})[:5]
+    raise InvalidId(field, f"only [A-Za-z0-9._:-] allowed, found {''.join(bad)!r} in {_clip(text)}")
 
 
-def _normalise(value: Any, path: str, depth: int) -> Any:
+class _BadValue(Exception):
+    """Raised inside ``_normalise``; each level adds its key on the way out, so the happy
+    path never builds a path string."""
+
+    def __init__(self, problem: str) -> None:
+        super().__init__(problem)
+        self.problem, self.steps = problem, []
+
+    def payload_error(self, label: str) -> InvalidPayload:
+        return InvalidPayload(f"{label}{''.join(reversed(self.steps))}: {self.problem}")
+
+
+def _normalise(value: Any, depth: int) -> Any:
     if depth > MAX_PAYLOAD_DEPTH:
-        raise InvalidPayload(f"{path}: nested deeper than {MAX_PAYLOAD_DEPTH} levels")
+        raise _BadValue(f"nested deeper than {MAX_PAYLOAD_DEPTH} levels")
     kind = type(value)
     if kind in _SCALARS:
         if kind is str:
             return unicodedata.normalize("NFC", value)
         if kind is float:
             if not math.isfinite(value):
-                raise InvalidPayload(f"{path}: {value!r} is not allowed in JSON")
+                raise _BadValue(f"{value!r} is not allowed in JSON")
             return 0.0 if value == 0.0 else value  # -0.0 and 0.0 are one number
         return value
     if kind is dict:
         out: dict[str, Any] = {}
         for key, item in value.items():
             if type(key) is not str:
-                raise InvalidPayload(f"{path}: keys must be str, got {type(key).__name__}")
+                raise _BadValue(f"keys must be str, got {type(key).__name__}")
             nkey = unicodedata.normalize("NFC", key)
             if nkey in out:  # e.g. NFC and NFD spellings of one key in the same object
-                raise InvalidPayload(f"{path}: duplicate key {_clip(nkey)} after NFC normalisation")
-            out[nkey] = _normalise(item, f"{path}[{_clip(nkey, 20)}]", depth + 1)
+                raise _BadValue(f"duplicate key {_clip(nkey)} after NFC normalisation")
+            try:
+                out[nkey] = _normalise(item, depth + 1)
+            except _BadValue as exc:
+                exc.steps.append(f"[{_clip(nkey, 20)}]")
+                raise
         return out
     if kind is list or kind is tuple:
-        return [_normalise(item, f"{path}[{i}]", depth + 1) for i, item in enumerate(value)]
-    raise InvalidPayload(f"{path}: {kind.__name__} is not a JSON type (exact types only)")
+        items = []
+        for i, item in enumerate(value):
+            try:
+                items.append(_normalise(item, depth + 1))
+            except _BadValue as exc:
+                exc.steps.append(f"[{i}]")
+                raise
+        return items
+    raise _BadValue(f"{kind.__name__} is not a JSON type (exact types only)")
 
 
 def _dumps(value: Any, label: str, *, sort_keys: bool) -> str:
@@ -143,7 +173,11 @@ def canonical_json(value: Any, *, label: str = "payload") -> str:
     non-str keys, keys that collide after NFC, lone surrogates and nesting over 64 levels.
     ``1`` and ``1.0`` stay different (as their JSON text differs).
     """
-    return _dumps(_normalise(value, label, 0), label, sort_keys=True)
+    try:
+        normal = _normalise(value, 0)
+    except _BadValue as exc:
+        raise exc.payload_error(label) from None
+    return _dumps(normal, label, sort_keys=True)
 
 
 def fingerprint(value: Any) -> str:
