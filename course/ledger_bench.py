@@ -4,10 +4,10 @@
 
 Both sides write to the *same* SQLite file with the *same* settings (WAL,
 ``synchronous``, busy timeout, one commit per row): the ledger's ``submit`` (validation,
-fingerprint, run ID, one INSERT ... SELECT that finds the conversation and queues the
-command, read-back) against ``INSERT OR IGNORE INTO plain ...`` of the same key and
-payload. They take turns in the
-same run, so a change in machine load hits both. Two workloads:
+fingerprint, run ID, one ``INSERT ... SELECT ... RETURNING`` that finds the conversation,
+queues the command and returns its row, then the record) against ``INSERT OR IGNORE INTO
+plain ...`` of the same key and payload. They take turns in the same run, so a change in
+machine load hits both. Two workloads:
 
 * ``single_writer``: one thread, one ledger row then one plain row (or the other way round);
   it also times the ledger's SQL alone (``submit_command`` with the fingerprint and run ID

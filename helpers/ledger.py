@@ -21,9 +21,10 @@ Public API (everything is importable from here; parts live in ``helpers.ledger_i
 Guarantees, as the tests in ``tests/helpers/test_ledger*.py`` check them
 -----------------------------------------------------------------------
 * **Acceptance is exactly once.** ``commands`` is UNIQUE on ``(tenant_id, command_id)``.
-  ``submit`` accepts with one ``INSERT ... SELECT ... ON CONFLICT DO NOTHING`` statement (one
-  transaction: it finds the caller's conversation and inserts, or does nothing if the key
-  exists), then reads the stored row; one commit per accepted command and nothing else.
+  ``submit`` accepts with one ``INSERT ... SELECT ... ON CONFLICT DO NOTHING RETURNING``
+  statement (one transaction: it finds the caller's conversation and inserts, or does
+  nothing if the key exists): an accepted command costs that one statement and its commit,
+  and only a call that inserted nothing reads the stored row. Needs SQLite >= 3.35.
   The command row is its own outbox entry (its delivery columns and two partial indexes),
   so the insert that accepts a command also queues it.
   Same key + same payload returns the stored record (``created=False``); same key + another
@@ -119,7 +120,7 @@ from helpers.ledger_records import (
 )
 
 __all__ = [
-    "COMMAND_COLUMNS", "CRASH_POINTS", "MAX_ID_LENGTH", "RUN_NAMESPACE", "SCHEMA", "SCHEMA_VERSION",
+    "COMMAND_COLUMNS", "CRASH_POINTS", "MAX_ID_LENGTH", "MIN_SQLITE", "RUN_NAMESPACE", "SCHEMA", "SCHEMA_VERSION",
     "CommandNotFound", "CommandRecord", "Completed", "Conversation", "ConversationNotFound", "Delivery",
     "Forbidden", "Heartbeat", "InvalidId", "InvalidPayload", "Ledger", "LedgerBusy", "LedgerError",
     "ManualClock", "PayloadMismatch", "RunRecord", "SchemaVersionError", "SimulatedCrash", "StaleLease",
@@ -130,6 +131,7 @@ __all__ = [
 CRASH_POINTS = ("before_commit", "after_commit", "after_claim", "after_deliver",
                 "before_mark_done", "after_mark_done")
 SCHEMA_VERSION = 3  # 1: acceptance only, stored no version; 2: a separate outbox table
+MIN_SQLITE = (3, 35, 0)  # INSERT ... RETURNING (ON CONFLICT DO NOTHING needs 3.24)
 
 # saved as helpers.ledger.SCHEMA
 SCHEMA = """
@@ -187,8 +189,9 @@ def submit_command(conn: sqlite3.Connection, tenant_id: str, command_id: str, co
 
     The INSERT is one statement, so one transaction: it finds the caller's conversation and
     inserts the command unless the key exists (a created row is queued, as its thread's
-    head if nothing else of the thread is queued). Then read the stored row. The row is
-    None when the tenant has no such conversation.
+    head if nothing else of the thread is queued), and RETURNING hands the new row back.
+    A call that inserted nothing reads the stored row. The row is None when the tenant has
+    no such conversation.
     """
     inserted = conn.execute(
         "INSERT INTO commands (tenant_id, command_id, conversation_id, thread_id, run_id, fingerprint, payload,"
@@ -196,17 +199,20 @@ def submit_command(conn: sqlite3.Connection, tenant_id: str, command_id: str, co
         " SELECT tenant_id, ?, conversation_id, thread_id, ?, ?, ?, datetime('now'), NOT EXISTS"
         " (SELECT 1 FROM commands WHERE thread_id = c.thread_id AND status IN ('accepted', 'running'))"
         " FROM conversations AS c WHERE tenant_id = ? AND conversation_id = ?"
-        " ON CONFLICT (tenant_id, command_id) DO NOTHING",
-        (command_id, run_id, fingerprint, payload, tenant_id, conversation_id))
-    created = inserted.rowcount == 1  # decided by the insert itself, never by an earlier look
-    if not created and conn.execute("SELECT 1 FROM conversations WHERE tenant_id = ? AND conversation_id = ?",
-                                    (tenant_id, conversation_id)).fetchone() is None:
+        " ON CONFLICT (tenant_id, command_id) DO NOTHING"
+        " RETURNING seq, tenant_id, command_id, conversation_id, thread_id, run_id, fingerprint, payload,"
+        " status, result, error, created_at",
+        (command_id, run_id, fingerprint, payload, tenant_id, conversation_id)).fetchall()  # to its end: commits
+    if inserted:  # only the call that inserted gets a row back: created is decided by the insert itself
+        return inserted[0], True
+    if conn.execute("SELECT 1 FROM conversations WHERE tenant_id = ? AND conversation_id = ?",
+                    (tenant_id, conversation_id)).fetchone() is None:
         return None, False
     stored = conn.execute(
         "SELECT seq, tenant_id, command_id, conversation_id, thread_id, run_id, fingerprint, payload,"
         " status, result, error, created_at FROM commands WHERE tenant_id = ? AND command_id = ?",
         (tenant_id, command_id)).fetchone()
-    return stored, created
+    return stored, False
 
 
 def _record(row: tuple) -> CommandRecord:
@@ -222,6 +228,9 @@ class Ledger(DeliveryMixin):
     def __init__(self, path: str | Path, *, timeout: float = 10.0, lease_seconds: float = 30.0,
                  max_attempts: int = 3, synchronous: str = "FULL", clock: Callable[[], float] = time.time,
                  crash_at: str | None = None, name: str | None = None, max_idle: int = 4) -> None:
+        if sqlite3.sqlite_version_info < MIN_SQLITE:
+            raise LedgerError(f"the ledger needs SQLite {'.'.join(map(str, MIN_SQLITE))} or newer (for INSERT ... "
+                              f"RETURNING); this Python uses SQLite {sqlite3.sqlite_version}: use a newer Python build")
         if crash_at is not None and crash_at not in CRASH_POINTS:
             raise ValueError(f"unknown crash point {crash_at!r}; choose from {CRASH_POINTS}")
         if synchronous.upper() not in ("OFF", "NORMAL", "FULL", "EXTRA"):

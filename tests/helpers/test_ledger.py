@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from course.ledger_bench import benchmark_ledger
 from helpers.ledger import (
     CRASH_POINTS,
+    MIN_SQLITE,
     RUN_NAMESPACE,
     CommandNotFound,
     ConversationNotFound,
@@ -36,6 +37,7 @@ from helpers.ledger import (
     new_time_ordered_id,
     run_id_for,
     stable_id,
+    submit_command,
     validate_id,
 )
 
@@ -453,6 +455,44 @@ def test_id_helpers() -> None:
     assert stable_id(RUN_NAMESPACE, "x") == stable_id(str(RUN_NAMESPACE), "x")
     assert uuid.UUID(stable_id(RUN_NAMESPACE, "x")).version == 5
     assert validate_id("f", "ok-1") == "ok-1"
+
+
+id_text = st.text("abcXYZ019._:-", min_size=1, max_size=128)
+
+
+@settings(max_examples=200, deadline=None, database=None)
+@given(tenant=id_text, command=id_text)
+def test_run_id_is_the_uuid5_of_tenant_and_command(tenant: str, command: str) -> None:
+    run_id, name = run_id_for(tenant, command), f"{tenant}/{command}"
+    assert run_id == str(uuid.uuid5(RUN_NAMESPACE, name)) == stable_id(RUN_NAMESPACE, name)
+    assert uuid.UUID(run_id).version == 5 and uuid.UUID(run_id).variant == uuid.RFC_4122
+
+
+def test_accepting_a_command_is_one_statement(ledger: Ledger, db: Path) -> None:
+    """The hot path: a new command costs one statement (so one commit); only a retry reads."""
+    args = ('{"q":1}', fingerprint({"q": 1}), run_id_for(T, "cmd-1"))
+    with closing(sqlite3.connect(db, isolation_level=None)) as conn:
+        conn.execute("PRAGMA foreign_keys = ON")
+        statements: list[str] = []
+        conn.set_trace_callback(statements.append)
+        calls = {"new": (T, "cmd-1", "conv-1"), "retry": (T, "cmd-1", "conv-1"),
+                 "foreign conversation": ("tenant-b", "cmd-1", "conv-1")}
+        seen = {}
+        for call, (tenant, key, conversation) in calls.items():
+            statements.clear()
+            row, created = submit_command(conn, tenant, key, conversation, *args)
+            seen[call] = (created, row is not None, [s.split()[0] for s in statements])
+    assert seen == {"new": (True, True, ["INSERT"]), "retry": (False, True, ["INSERT", "SELECT", "SELECT"]),
+                    "foreign conversation": (False, False, ["INSERT", "SELECT"])}
+    assert count(db, "commands") == 1
+
+
+def test_an_old_sqlite_is_refused_before_the_file_is_touched(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sqlite3, "sqlite_version_info", (3, 34, 1))
+    monkeypatch.setattr(sqlite3, "sqlite_version", "3.34.1")
+    with pytest.raises(LedgerError, match=r"needs SQLite 3\.35\.0 or newer .*uses SQLite 3\.34\.1"):
+        Ledger(db)
+    assert not db.exists() and MIN_SQLITE == (3, 35, 0)
 
 
 # --------------------------------------------------------------------------- properties
