@@ -1,5 +1,6 @@
 """nbval runs strictly, compares >= 95% of code cells, and every ignored cell says why."""
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -53,3 +54,11 @@ def test_a_pytest_run_without_a_session_leaves_no_run_folder(tmp_path):
     env = {**os.environ, "TMPDIR": str(tmp_path)}
     subprocess.run([sys.executable, "-m", "pytest", "--help"], cwd=ROOT, env=env, capture_output=True, check=True)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_venv_has_no_rfc3987_parser():
+    """`make`'s install removes rfc3987-syntax: importing it costs 1 s of CPU in every process
+    that imports nbformat (each pytest and grader worker), and nothing here validates IRIs."""
+    assert importlib.util.find_spec("rfc3987_syntax") is None, \
+        "rebuild the venv with `make test` (its install step removes rfc3987-syntax)"
+    assert "pip uninstall -y rfc3987-syntax" in (ROOT / "Makefile").read_text()
