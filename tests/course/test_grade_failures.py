@@ -70,10 +70,9 @@ def test_a_submission_that_kills_its_worker_does_not_stop_the_batch(tmp_path):
         proc = run_cli(killer, right, wrong, "--csv", out_csv, "--jobs", 2, "--timeout", 30,
                        env={**os.environ, "TMPDIR": private_tmp})
         # the orphaned kernels exit by themselves (ipykernel watches its parent), the batch folder is gone
-        for _ in range(30):
-            if not left_behind(Path(private_tmp)):
-                break
-            time.sleep(1)
+        deadline = time.monotonic() + 30
+        while left_behind(Path(private_tmp)) and time.monotonic() < deadline:
+            time.sleep(0.1)
         assert left_behind(Path(private_tmp)) == []
     assert proc.returncode == 1, proc.stderr
     with open(out_csv, encoding="utf-8") as handle:
