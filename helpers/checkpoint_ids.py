@@ -32,13 +32,17 @@ Two functions are lessons of chapter 04 and shown there first (``# saved as``):
 
 from __future__ import annotations
 
+import json
 import random
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from langgraph.checkpoint.base import BaseCheckpointSaver
+from helpers import processes
+
+if TYPE_CHECKING:  # annotations only: a child process that profiles IDs need not import LangGraph
+    from langgraph.checkpoint.base import BaseCheckpointSaver
 
 #: 100-ns intervals between the UUID epoch 1582-10-15 and the Unix epoch 1970-01-01.
 GREGORIAN_TO_UNIX_100NS = 0x01B21DD213814000
@@ -189,6 +193,24 @@ def generator_profile(name: str, make: Callable[[], Any], n: int = 1000,
 def uuid7_unix_seconds(value: uuid.UUID) -> float:
     """uuid7: the top 48 bits are milliseconds since 1970."""
     return (as_uuid(value).int >> 80) / 1000
+
+
+def uuid7_profile_in_fresh_process(name: str, n: int = 1000) -> dict[str, Any]:
+    """:func:`generator_profile` of the pinned ``uuid6`` package's ``uuid7``, run in a new interpreter.
+
+    That ``uuid7`` keeps its last timestamp in a module variable and, within one millisecond,
+    adds 1 ms per ID: after ``n`` IDs in a loop it is up to ``n`` ms ahead of the clock, and a
+    second profile in the same process would start ahead. A fresh process starts from the
+    clock, so a cell that shows this row gives the same row every time it runs.
+    """
+    code = f"""
+import json
+import uuid6
+from helpers import checkpoint_ids
+print(json.dumps(checkpoint_ids.generator_profile({name!r}, uuid6.uuid7, n={int(n)},
+                                                  decode=checkpoint_ids.uuid7_unix_seconds)))
+"""
+    return json.loads(processes.run_python(code).stdout)
 
 
 # saved as helpers.checkpoint_ids.walk_parent_chain (shown in chapter 04)

@@ -73,6 +73,17 @@ def test_generator_profiles():
     assert v6["last_id_ahead_of_clock"] == "< 10 ms"
 
 
+def test_uuid7_profile_in_a_fresh_process_starts_from_the_clock_every_time():
+    # 2,000 IDs put uuid7 up to 2 s ahead; in one process the next profile would start there
+    rows = [cid.uuid7_profile_in_fresh_process("v7", n=2000) for _ in range(2)]
+    assert rows[0] == rows[1]
+    assert rows[0]["generator"] == "v7" and rows[0]["version"] == [7] and rows[0]["first_id_vs_clock"] == "< 1 s"
+    assert rows[0]["string_order_is_creation_order"] and rows[0]["last_id_ahead_of_clock"] == ">= 1 s"
+    cid.generator_profile("v7", uuid6_package.uuid7, n=2000, decode=cid.uuid7_unix_seconds)
+    again = cid.generator_profile("v7", uuid6_package.uuid7, n=10, decode=cid.uuid7_unix_seconds)
+    assert again["first_id_vs_clock"] == ">= 1 s"
+
+
 def _thread():
     saver = InMemorySaver()
     graph = build_chat_graph(saver)
