@@ -85,12 +85,17 @@ def make_node(name: str, *, log_path: str | None = None, fail: bool = False, pau
 
 def linear_graph(checkpointer: BaseCheckpointSaver | None, nodes: Sequence[str] = ("a", "b", "c"), *,
                  log_path: str | None = None, fail_at: str | None = None, interrupt_at: str | None = None,
-                 crash_at: str | None = None, work_seconds: float = 0.0) -> CompiledStateGraph:
-    """START → nodes[0] → … → nodes[-1] → END, compiled on ``checkpointer``."""
+                 crash_at: str | None = None, work_seconds: float = 0.0,
+                 slow_at: str | None = None) -> CompiledStateGraph:
+    """START → nodes[0] → … → nodes[-1] → END, compiled on ``checkpointer``.
+
+    Every node works ``work_seconds`` first, or only node ``slow_at`` when one is named.
+    """
     builder = StateGraph(TripLog)
     for name in nodes:
+        work = work_seconds if slow_at in (None, name) else 0.0
         builder.add_node(name, make_node(name, log_path=log_path, fail=name == fail_at, pause=name == interrupt_at,
-                                         crash=name == crash_at, work_seconds=work_seconds))
+                                         crash=name == crash_at, work_seconds=work))
     for left, right in zip([START, *nodes], [*nodes, END], strict=True):
         builder.add_edge(left, right)
     return builder.compile(checkpointer=checkpointer)
@@ -133,7 +138,8 @@ def count_saves(durability: str | None, *, fail_at: str | None = None, interrupt
 class CrashRun:
     """One worker process: run ``nodes`` with ``durability=mode``; node ``crash_at`` kills it.
 
-    ``delay`` adds that many seconds to every ``put`` / ``put_writes`` (a remote database).
+    ``delay`` adds that many seconds to every ``put`` / ``put_writes`` (a remote database);
+    ``work_seconds`` makes every node, or only ``slow_at``, sleep that long first (slow work, like a model call).
     ``label`` names the run in tables; it must be unique within one experiment.
     """
 
@@ -141,6 +147,8 @@ class CrashRun:
     mode: str
     delay: float = 0.0
     nodes: tuple[str, ...] = CRASH_NODES
+    work_seconds: float = 0.0
+    slow_at: str | None = None
     crash_at: str = CRASH_AT
 
 
@@ -184,7 +192,8 @@ def crash_run(folder: str | Path, number: int, run: CrashRun) -> None:
     """Worker side: run the line on the worker's own file until ``run.crash_at`` kills the process."""
     db, log, _, _ = worker_files(folder, number)
     saver = CountingSaver(open_sqlite_saver(db), delay=run.delay)
-    graph = linear_graph(saver, run.nodes, log_path=str(log), crash_at=run.crash_at)
+    graph = linear_graph(saver, run.nodes, log_path=str(log), crash_at=run.crash_at,
+                         work_seconds=run.work_seconds, slow_at=run.slow_at)
     graph.invoke({"trip": []}, THREAD, durability=run.mode)
     print(f"unreachable: node {run.crash_at} should have ended this process", file=sys.stderr)
     os._exit(1)
@@ -299,8 +308,10 @@ class CrashLab:
         folder = tempfile.mkdtemp(prefix=f"crash-{self.experiments}-", dir=self.workdir)
         specs = [asdict(run) for run in runs]
         log, server = self.log_path, self.server
-        codes = server.wait([server.start(_crash_worker, folder, n, spec, log=log) for n, spec in enumerate(specs)],
-                            timeout)
+        # workers with slow nodes start first: their sleeping overlaps the other workers' start-up
+        first = sorted(range(len(runs)), key=lambda n: -runs[n].work_seconds)
+        started = {n: server.start(_crash_worker, folder, n, specs[n], log=log) for n in first}
+        codes = server.wait([started[n] for n in range(len(runs))], timeout)
         examined = server.run(_examine_workers, folder, specs, codes, log=log, timeout=timeout)
         if examined:
             tail = "\n".join(self.log_path.read_text(encoding="utf-8").strip().splitlines()[-10:])

@@ -80,10 +80,8 @@ def build_trip_planner(checkpointer: BaseCheckpointSaver | None = None, *, subgr
                        confirm: bool = False) -> CompiledStateGraph:
     """root(planner(search)): the root compiled with ``checkpointer``, both subgraphs with ``subgraph_checkpointer``.
 
-    ``subgraph_checkpointer``: None (the default: use the parent's saver, a new namespace per
-    run), True (the parent's saver, one stable namespace: the subgraph remembers across runs)
-    or False (no checkpoints for the subgraph). ``confirm`` adds ``confirm_fare`` after
-    ``find_fares``.
+    ``subgraph_checkpointer``: what each subgraph's ``compile`` receives (None, True or False;
+    chapter 05 compares them). ``confirm`` adds ``confirm_fare`` after ``find_fares``.
     """
     search = StateGraph(PlannerState)
     search.add_node("find_fares", find_fares)

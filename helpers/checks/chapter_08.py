@@ -181,6 +181,6 @@ def check_possible_modes(answer):
     if "sync" not in clean:
         raise Fail("'clean': this is exactly what sync leaves: every finished step, and the recovery runs c and d")
     if "async" not in clean:
-        raise Fail("'clean': async fits too. Its saves race the nodes; when the background thread happens to finish "
-                   "every finished step before c strikes, the file looks like sync's (the range of outcomes above)")
+        raise Fail("'clean': async fits too. Its saves race the nodes; when the background thread finishes every "
+                   "finished step before c strikes, the file looks like sync's (see the async run with a slow c)")
     return "a clean file does not prove sync; a half-saved one points to async; exit leaves nothing"

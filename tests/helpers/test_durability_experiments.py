@@ -1,6 +1,7 @@
 """helpers.durability_experiments: the chapter's graph, save counts per mode, real crash workers, cost."""
 
 import tempfile
+import time
 
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
@@ -36,6 +37,14 @@ def test_linear_graph_runs_nodes_in_order_and_logs_each_call_with_its_task_id(tm
     assert len({task for _, task in calls}) == 3  # one task id per node
 
 
+def test_linear_graph_slow_at_makes_only_that_node_work(tmp_path):
+    log = tmp_path / "calls.log"
+    graph = linear_graph(InMemorySaver(), ["x", "y", "z"], log_path=str(log), work_seconds=0.2, slow_at="y")
+    start = time.perf_counter()
+    assert graph.invoke({"trip": []}, {"configurable": {"thread_id": "t"}}) == {"trip": ["x", "y", "z"]}
+    assert 0.2 <= time.perf_counter() - start < 0.6  # one sleep of 0.2 s; three would take 0.6 s at least
+
+
 def test_linear_graph_without_a_checkpointer(tmp_path):
     assert linear_graph(None, ["a", "b"]).invoke({"trip": []}) == {"trip": ["a", "b"]}
     assert read_log(tmp_path / "missing.log") == []
@@ -63,9 +72,12 @@ def test_exit_saves_the_current_checkpoint_and_its_writes_when_the_run_stops_ear
 # -- real crashes ---------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def crashed(tmp_path_factory):
-    """The chapter's runs on a plain SQLite file: one sync and one exit worker, three async, one typo."""
+    """The chapter's runs on a plain SQLite file: one sync and one exit worker, three async, one typo,
+    and the chapter's three runs whose timing is fixed by a slow saver or a slow node."""
     runs = [CrashRun("sync", "sync"), CrashRun("exit", "exit"), CrashRun("Sync-0", "Sync")]
     runs += [CrashRun(f"async-{n}", "async") for n in range(3)]
+    runs += [CrashRun("async-slow-saver", "async", delay=1.0), CrashRun("Sync-slow-saver", "Sync", delay=1.0),
+             CrashRun("async-slow-c", "async", work_seconds=0.15, slow_at="c")]
     return {r.run.label: r for r in crash_experiment(tmp_path_factory.mktemp("crash"), runs)}
 
 
@@ -91,6 +103,20 @@ def test_exit_keeps_nothing_and_the_input_is_sent_again(crashed):
     assert not exit_.task_id_kept
     assert survival_facts(exit_) == {"kept finished steps": False, "repeats finished work": True,
                                      "needs the input again": True}
+
+
+@pytest.mark.parametrize("label", ["async-slow-saver", "Sync-slow-saver"])
+def test_with_a_1s_saver_a_run_that_does_not_wait_keeps_nothing(crashed, label):
+    # instant nodes reach c long before the first write's 1 s delay is over (the chapter's compared row)
+    slow = crashed[label]
+    assert (slow.steps, slow.recovery_ran, slow.task_id_kept) == ((), ("a", "b", "c", "d"), False)
+    assert slow.recovery_error == "EmptyInputError: Received no input for __start__"
+
+
+def test_with_a_slow_crash_node_async_keeps_every_finished_step(crashed):
+    # c works 150 ms before it crashes: ample time for the background thread to write step 2
+    slow = crashed["async-slow-c"]
+    assert (slow.steps, slow.recovery_ran, slow.task_id_kept) == ((-1, 0, 1, 2), ("c", "d"), True)
 
 
 def test_the_laws_hold_for_every_worker_whatever_the_timing(crashed):
