@@ -3,8 +3,8 @@
 To show what a second run on a busy thread does (the server's *multitask strategies*),
 the first run must still be running when the second one arrives, every time. A timed
 sleep would make that a race. :func:`wait_at_gate` instead waits until a *gate file*
-appears in a directory the notebook owns: the notebook starts the first run, sees it
-``running`` through the SDK, sends the second run, and only then opens the gate with
+appears in a directory the notebook owns: the notebook starts the first run, sees through the SDK
+that it is ``running`` with ``wait_at_gate`` next, sends the second run, and only then opens the gate with
 :func:`open_gate`. The order is decided by the notebook, not by a clock.
 
 The node is ``async`` on purpose: when the server cancels a run (the ``interrupt`` and

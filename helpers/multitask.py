@@ -7,7 +7,8 @@ shows one strategy end to end through langgraph-sdk, in an order fixed by the ca
 
 1. start the first run on a new thread with the gated graph
    (:mod:`helpers.appendix_graphs`), whose node waits for a gate file;
-2. poll the run through the SDK until it is ``running`` (:func:`wait_until_running`);
+2. poll through the SDK until the run is ``running`` and its node has started
+   (:func:`wait_until_running`);
 3. send the later runs with ``multitask_strategy=...``;
 4. open the gate, wait for every run, and report statuses, counts and what survived.
 
@@ -45,17 +46,25 @@ def run_status(client: SyncLangGraphClient, run: Run | None) -> str:
         return DELETED
 
 
-def wait_until_running(client: SyncLangGraphClient, run: Run, timeout: float = 30.0) -> None:
-    """Poll until ``run`` is ``running``; raise if it ends first or never starts."""
+def wait_until_running(client: SyncLangGraphClient, run: Run, node: str = "wait_at_gate",
+                       timeout: float = 30.0) -> None:
+    """Poll until ``run`` is ``running`` and its thread's newest checkpoint has ``node`` next.
+
+    ``running`` alone is not enough: the in-memory runtime marks a run ``running`` when its
+    worker picks it up, before the graph has saved a checkpoint. Once ``node`` is next, the
+    run's first checkpoints are saved and its node is about to run or running, so a run
+    sent now finds it busy in the same state every time. Raises if the run ends first or
+    never gets there.
+    """
     deadline = time.monotonic() + timeout
     while True:
         status = run_status(client, run)
-        if status == "running":
+        if status == "running" and client.threads.get_state(run["thread_id"])["next"] == [node]:
             return
-        if status != "pending":
+        if status not in UNFINISHED:
             raise RuntimeError(f"the first run ended as {status!r} before the next run was sent")
         if time.monotonic() > deadline:
-            raise TimeoutError(f"the first run was still pending after {timeout:g} s")
+            raise TimeoutError(f"the first run was still {status} without {node!r} next after {timeout:g} s")
         time.sleep(POLL_SECONDS)
 
 
@@ -77,7 +86,7 @@ class BusyThreadExperiment:
         return self
 
     def send_later_runs(self) -> None:
-        """Once the first run is running, send the others with the strategy (refused: None)."""
+        """Once the first run's node has started, send the others with the strategy (refused: None)."""
         try:
             wait_until_running(self.client, self.runs[0])
             for label in self.labels[1:]:

@@ -9,9 +9,17 @@ from collections.abc import Iterator
 import pytest
 from langgraph_sdk import get_sync_client
 
-from helpers.appendix_graphs import GATED_GRAPH_SPEC
+from helpers.appendix_graphs import GATED_GRAPH_SPEC, open_gate
 from helpers.checks.chapter_12 import EXPECTED_RUNS_LEFT, EXPECTED_SURVIVES
-from helpers.multitask import DELETED, REFUSED, STRATEGIES, busy_thread_experiment, busy_thread_experiments, run_status
+from helpers.multitask import (
+    DELETED,
+    REFUSED,
+    STRATEGIES,
+    busy_thread_experiment,
+    busy_thread_experiments,
+    run_status,
+    wait_until_running,
+)
 from helpers.servers import agent_server, leftover_server_processes
 
 
@@ -30,6 +38,20 @@ EXPECTED_TWO_RUNS = {  # what chapter 12's table shows
                   "checkpoints": 5},
     "rollback": {"statuses": (DELETED, "success"), "runs listed": 1, "survived": ("second",), "checkpoints": 3},
 }
+
+
+# "running" alone comes before the graph's first checkpoint (the runtime sets it when a
+# worker takes the run): an interrupt sent then would cancel a run with nothing saved.
+def test_wait_until_running_returns_once_the_node_waits_with_its_checkpoints_saved(client, tmp_path):
+    thread_id = client.threads.create()["thread_id"]
+    run = client.runs.create(thread_id, "gated", input={"gate": str(tmp_path), "label": "x"})
+    try:
+        wait_until_running(client, run)
+        assert run_status(client, run) == "running"
+        assert [h["next"] for h in client.threads.get_history(thread_id)] == [["wait_at_gate"], ["__start__"]]
+    finally:
+        open_gate(tmp_path)
+        client.runs.join(thread_id, run["run_id"])
 
 
 def test_run_status_of_a_refused_run_needs_no_server():
