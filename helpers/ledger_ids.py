@@ -51,8 +51,9 @@ _SCALARS = (type(None), bool, int, float, str)
 _RUN_HASH = hashlib.sha1(RUN_NAMESPACE.bytes, usedforsecurity=False)  # uuid5 hashes namespace + name
 _VARIANT = {digit: "89ab"[int(digit, 16) & 3] for digit in "0123456789abcdef"}  # the top bits become 10
 # Built once: json.dumps() with any non-default option builds a new encoder on every call.
+# No cycle check: _normalise has refused cycles (as too deep) before anything is encoded.
 _ENCODERS = {sort_keys: json.JSONEncoder(sort_keys=sort_keys, separators=(",", ":"), ensure_ascii=False,
-                                         allow_nan=False) for sort_keys in (False, True)}
+                                         allow_nan=False, check_circular=False) for sort_keys in (False, True)}
 
 
 def new_command_id() -> str:
@@ -157,13 +158,17 @@ def _normalise(value: Any, depth: int) -> Any:
     raise _BadValue(f"{kind.__name__} is not a JSON type (exact types only)")
 
 
-def _dumps(value: Any, label: str, *, sort_keys: bool) -> str:
+def _canonical(value: Any, label: str) -> bytes:
+    # Validate and normalise, then encode: sorted keys, no whitespace, raw UTF-8 (encoding
+    # to UTF-8 also refuses lone surrogates, which have no UTF-8 form).
     try:
-        text = _ENCODERS[sort_keys].encode(value)
-        text.encode("utf-8")  # rejects lone surrogates, which have no UTF-8 form
+        normal = _normalise(value, 0)
+    except _BadValue as exc:
+        raise exc.payload_error(label) from None
+    try:
+        return _ENCODERS[True].encode(normal).encode("utf-8")
     except (ValueError, UnicodeEncodeError) as exc:
         raise InvalidPayload(f"{label}: cannot encode as JSON: {exc}") from None
-    return text
 
 
 def canonical_json(value: Any, *, label: str = "payload") -> str:
@@ -173,19 +178,17 @@ def canonical_json(value: Any, *, label: str = "payload") -> str:
     non-str keys, keys that collide after NFC, lone surrogates and nesting over 64 levels.
     ``1`` and ``1.0`` stay different (as their JSON text differs).
     """
-    try:
-        normal = _normalise(value, 0)
-    except _BadValue as exc:
-        raise exc.payload_error(label) from None
-    return _dumps(normal, label, sort_keys=True)
+    return _canonical(value, label).decode("utf-8")
 
 
 def fingerprint(value: Any) -> str:
     """sha256 hex digest of ``canonical_json(value)``."""
-    return hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()
+    return hashlib.sha256(_canonical(value, "payload")).hexdigest()
 
 
 def payload_json(value: Any, *, label: str = "payload") -> tuple[str, str]:
     """``(the JSON to store, its fingerprint)``: stored as sent, fingerprinted canonically."""
-    canonical = canonical_json(value, label=label)  # validates everything first
-    return _dumps(value, label, sort_keys=False), hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    digest = hashlib.sha256(_canonical(value, label)).hexdigest()  # validates everything first
+    # The stored form has the same characters up to NFC, so it encodes wherever the canonical
+    # form did: one more JSON encoding, no second check. submit calls this every time.
+    return _ENCODERS[False].encode(value), digest
