@@ -3,8 +3,10 @@
 :class:`helpers.ledger.Ledger` inherits :class:`DeliveryMixin`; import everything through
 :mod:`helpers.ledger`. A delivery goes through these steps:
 
-1. ``claim()`` leases the head of one thread's queue: ``attempt`` goes up by one (the
-   fencing token), ``lease_expires = clock() + lease_seconds``, a ``runs`` row is written.
+1. ``claim()`` first puts the commands accepted since the last claim into their threads'
+   queues (``submit`` only inserts), in ``seq`` order; then it leases the head of one
+   thread's queue: ``attempt`` goes up by one (the fencing token), ``lease_expires =
+   clock() + lease_seconds``, a ``runs`` row is written.
 2. The handler runs under a :class:`Heartbeat`, which calls ``renew(delivery)`` every
    ``lease_seconds / 3`` until the handler returns.
 3. ``record_result(delivery, result)`` finishes the command and makes the thread's next
@@ -36,9 +38,18 @@ __all__ = ["DeliveryMixin", "Heartbeat", "ManualClock", "run_dispatcher"]
 CLAIM_SQL = ("SELECT seq, attempt, thread_id FROM commands "
              "WHERE status IN ('accepted', 'running') AND ready = 1 AND lease_expires <= ? "
              "ORDER BY lease_expires, seq LIMIT ?")
-# After a head finishes, the thread's next pending command becomes its head.
-PROMOTE_SQL = ("UPDATE commands SET ready = 1 WHERE seq = "
-               "(SELECT MIN(seq) FROM commands WHERE thread_id = ? AND status IN ('accepted', 'running'))")
+# After a head finishes, the next command in its thread's queue becomes the head.
+PROMOTE_SQL = ("UPDATE commands SET ready = 1 WHERE seq = (SELECT MIN(seq) FROM commands "
+               "WHERE thread_id = ? AND status IN ('accepted', 'running') AND ready IS NOT NULL)")
+# submit only inserts; a claim first queues what was accepted since the last claim, in seq
+# order: the oldest new command of a thread without a queue becomes its head, the rest wait.
+QUEUE_NEW_SQL = (
+    "UPDATE commands SET ready = 1 WHERE seq IN (SELECT MIN(seq) FROM commands AS new WHERE seq > :through"
+    " GROUP BY thread_id HAVING NOT EXISTS (SELECT 1 FROM commands WHERE thread_id = new.thread_id"
+    " AND status IN ('accepted', 'running') AND ready IS NOT NULL))",
+    "UPDATE commands SET ready = 0 WHERE seq > :through AND ready IS NULL",
+    "UPDATE queue_cursor SET queued_through = :newest",
+)
 
 
 class ManualClock:
@@ -110,6 +121,7 @@ class DeliveryMixin:
         """
         now = self.clock()
         with self._write() as conn:
+            self._queue_new(conn)
             while True:
                 rows = conn.execute(CLAIM_SQL, (now, len(skip) + 1)).fetchall()
                 rows = [r for r in rows if r[0] not in skip]
@@ -133,6 +145,16 @@ class DeliveryMixin:
                 break
         self._crash("after_claim")
         return delivery
+
+    @staticmethod
+    def _queue_new(conn: sqlite3.Connection) -> None:
+        # Inside the claim's write transaction: no command can be accepted meanwhile, and
+        # seq only grows (commands are never deleted), so "seq > through" is exactly the new ones.
+        through, newest = conn.execute(
+            "SELECT queued_through, (SELECT MAX(seq) FROM commands) FROM queue_cursor").fetchone()
+        if newest is not None and newest > through:
+            for statement in QUEUE_NEW_SQL:
+                conn.execute(statement, {"through": through, "newest": newest})
 
     def renew(self, delivery: Delivery) -> bool:
         """Extend the lease by ``lease_seconds``; False if a newer attempt holds the command."""

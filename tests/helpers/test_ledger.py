@@ -8,6 +8,7 @@ import time
 import unicodedata
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
 
@@ -163,8 +164,8 @@ def test_sixteen_threads_race_one_key(db: Path, ledger: Ledger, shared: bool) ->
     assert sum(r.created for r in flat) == 1
     assert all(r.record == flat[0].record for r in flat)  # every caller sees the same record
     assert count(db, "commands") == 1
-    with closing(sqlite3.connect(db)) as conn:  # queued once: the head of its thread, never leased
-        assert conn.execute("SELECT status, ready, attempt FROM commands").fetchall() == [("accepted", 1, 0)]
+    with closing(sqlite3.connect(db)) as conn:  # one pending row, not queued yet (a claim queues it), never leased
+        assert conn.execute("SELECT status, ready, attempt FROM commands").fetchall() == [("accepted", None, 0)]
     runs: list[Delivery] = []
     ledger.dispatch_pending(runs.append)
     ledger.dispatch_pending(runs.append)
@@ -485,6 +486,40 @@ def test_accepting_a_command_is_one_statement(ledger: Ledger, db: Path) -> None:
     assert seen == {"new": (True, True, ["INSERT"]), "retry": (False, True, ["INSERT", "SELECT", "SELECT"]),
                     "foreign conversation": (False, False, ["INSERT", "SELECT"])}
     assert count(db, "commands") == 1
+
+
+def _pages_written(conn: sqlite3.Connection, write: Callable[[], object]) -> int:
+    """WAL frames (pages) that ``write`` commits: the log is emptied first, then counted."""
+    assert conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0] == 0  # 0: not blocked
+    write()
+    return conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()[1]
+
+
+def test_an_accepted_command_writes_two_pages_like_a_bare_insert(ledger: Ledger, db: Path) -> None:
+    """Nothing else on the hot path: the command's row and its key, as a plain keyed insert.
+
+    Queueing it (the queue and claim indexes) is the next claim's work, off the request path.
+    """
+    ledger.create_conversation(T, "conv-2")
+    with closing(sqlite3.connect(db, isolation_level=None)) as conn:
+        conn.execute("CREATE TABLE plain (tenant_id TEXT, command_id TEXT, payload TEXT, "
+                     "PRIMARY KEY (tenant_id, command_id))")
+        pages = {
+            "bare INSERT": _pages_written(conn, lambda: conn.execute(
+                "INSERT INTO plain VALUES (?, ?, ?)", (T, "cmd-1", '{"q":1}'))),
+            "new command": _pages_written(conn, lambda: ledger.submit(T, "cmd-1", "conv-1", {"q": 1})),
+            "another thread": _pages_written(conn, lambda: ledger.submit(T, "cmd-2", "conv-2", {"q": 2})),
+            "queued behind": _pages_written(conn, lambda: ledger.submit(T, "cmd-3", "conv-1", {"q": 3})),
+            "retry": _pages_written(conn, lambda: ledger.submit(T, "cmd-1", "conv-1", {"q": 1})),
+        }
+        assert pages == {"bare INSERT": 2, "new command": 2, "another thread": 2, "queued behind": 2, "retry": 0}
+        assert conn.execute("SELECT command_id, ready FROM commands ORDER BY seq").fetchall() == [
+            ("cmd-1", None), ("cmd-2", None), ("cmd-3", None)]
+        first = ledger.claim()  # the claim queues all three in seq order, then leases the oldest head
+        assert conn.execute("SELECT command_id, ready FROM commands ORDER BY seq").fetchall() == [
+            ("cmd-1", 1), ("cmd-2", 1), ("cmd-3", 0)]
+    assert first.command_id == "cmd-1"
+    assert ledger.submit(T, "cmd-3", "conv-1", {"q": 3}).record == ledger.get_command(T, "cmd-3")
 
 
 def test_an_old_sqlite_is_refused_before_the_file_is_touched(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -251,16 +251,23 @@ def _claim_seconds(led: Ledger, repeat: int = 60) -> float:
 def _queue_behind(led: Ledger, conversation_id: str, start: int, stop: int) -> None:
     """Queue commands q-start..q-(stop-1) on a conversation in one transaction (fast setup).
 
-    The rows are what ``submit`` writes for a command queued behind a running head.
+    The rows are what ``submit`` writes (``ready`` NULL): the next claim queues them.
     """
     thread_id = led.get_conversation(T, conversation_id).thread_id
     with closing(sqlite3.connect(led.path, isolation_level=None)) as conn:
         conn.execute("BEGIN IMMEDIATE")
         for i in range(start, stop):
             conn.execute("INSERT INTO commands (tenant_id, command_id, conversation_id, thread_id, run_id, "
-                         "fingerprint, payload, created_at, ready) VALUES (?, ?, ?, ?, ?, 'f', '{}', 'now', 0)",
+                         "fingerprint, payload, created_at) VALUES (?, ?, ?, ?, ?, 'f', '{}', 'now')",
                          (T, f"q-{i}", conversation_id, thread_id, f"run-{i}"))
         conn.execute("COMMIT")
+
+
+def _queue_seconds(led: Ledger) -> float:
+    """The claim that puts newly accepted commands into their queues (once per command)."""
+    start = time.perf_counter()
+    assert led.claim() is None
+    return time.perf_counter() - start
 
 
 def test_f10_claim_time_stays_flat_from_2000_to_20000_queued(tmp_path: Path) -> None:
@@ -270,10 +277,19 @@ def test_f10_claim_time_stays_flat_from_2000_to_20000_queued(tmp_path: Path) -> 
         assert led.claim().command_id == "head"  # running: the rest queues behind it
         led.submit(T, "q-0", "deep", {})  # one queued through the front door
         _queue_behind(led, "deep", 1, 2000)
+        queued_2000 = _queue_seconds(led)
         shallow = _claim_seconds(led)
         _queue_behind(led, "deep", 2000, 20000)
+        queued_18000 = _queue_seconds(led)
         assert led.pending_count() == 20001
         deep = _claim_seconds(led)
+        with closing(sqlite3.connect(led.path)) as conn:  # all queued, behind the running head
+            by_ready = conn.execute("SELECT ready, COUNT(*) FROM commands GROUP BY ready").fetchall()
+        assert by_ready == [(0, 20000), (1, 1)]
     ratio = deep / shallow
-    print(f"claim median: {shallow * 1e3:.3f} ms at 2,000 queued, {deep * 1e3:.3f} ms at 20,000: ratio {ratio:.2f}")
+    print(f"claim median: {shallow * 1e3:.3f} ms at 2,000 queued, {deep * 1e3:.3f} ms at 20,000: "
+          f"ratio {ratio:.2f}; queueing: {queued_2000 * 1e3:.1f} ms for 2,000 new, {queued_18000 * 1e3:.1f} ms "
+          "for 18,000")
     assert ratio < 2.5, f"claims slowed down {ratio:.1f}x with a 10x deeper queue"
+    # queueing is paid once per command: per command, 18,000 at once cost about what 2,000 did
+    assert queued_18000 / 18000 < 3 * queued_2000 / 2000, "queueing a command got dearer with depth"
