@@ -4,9 +4,9 @@
 
 Both sides write to the *same* SQLite file with the *same* settings (WAL,
 ``synchronous``, busy timeout, one commit per row): the ledger's ``submit`` (validation,
-fingerprint, run ID, one ``INSERT ... SELECT ... RETURNING`` that finds the conversation,
-queues the command and returns its row, then the record) against ``INSERT OR IGNORE INTO
-plain ...`` of the same key and payload. They take turns in the same run, so a change in
+fingerprint, run ID, one ``INSERT ... SELECT ... RETURNING`` that finds the conversation and
+inserts the command, then the record) against ``INSERT OR IGNORE INTO plain ...`` of the
+same key and payload. Both commits write two pages: a row and its key. They take turns in the same run, so a change in
 machine load hits both. Two workloads:
 
 * ``single_writer``: one thread, one ledger row then one plain row (or the other way round);
@@ -141,7 +141,7 @@ def _processes(path: Path, processes: int, per_process: int, rounds: int, synchr
     return {**_rates(seconds, batch * rounds * processes), "processes": processes}
 
 
-def benchmark_ledger(path_dir: str | Path, *, commands: int = 600, processes: int = 8, per_process: int = 120,
+def benchmark_ledger(path_dir: str | Path, *, commands: int = 2000, processes: int = 8, per_process: int = 120,
                      rounds: int = 8, synchronous: str = "FULL") -> dict[str, Any]:
     """Ledger vs plain inserts, single writer and ``processes`` processes; see the module doc."""
     base = Path(path_dir)
@@ -175,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     from helpers.text_tables import format_table
 
     parser = argparse.ArgumentParser(prog="python -m course.ledger_bench", description=__doc__.splitlines()[0])
-    parser.add_argument("--commands", type=int, default=600, help="single-writer rows per side")
+    parser.add_argument("--commands", type=int, default=2000, help="single-writer rows per side")
     parser.add_argument("--processes", type=int, default=8)
     parser.add_argument("--per-process", type=int, default=120, help="rows per process per side")
     parser.add_argument("--synchronous", default="FULL", choices=("OFF", "NORMAL", "FULL", "EXTRA"))
