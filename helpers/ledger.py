@@ -226,11 +226,17 @@ def submit_command(conn: sqlite3.Connection, tenant_id: str, command_id: str, co
     return stored, False
 
 
+_DECODER = json.JSONDecoder()
+
+
 def _record(row: tuple) -> CommandRecord:
-    values = list(row)
-    values[7] = json.loads(values[7])
-    values[9] = None if values[9] is None else json.loads(values[9])
-    return CommandRecord(*values)
+    # raw_decode: the ledger wrote this JSON itself, so there is no whitespace around it for
+    # json.loads to strip (two regex passes that every submit would pay for).
+    seq, tenant_id, command_id, conversation_id, thread_id, run_id, digest, payload, status, result, error, \
+        created_at = row
+    return CommandRecord(seq, tenant_id, command_id, conversation_id, thread_id, run_id, digest,
+                         _DECODER.raw_decode(payload)[0], status,
+                         None if result is None else _DECODER.raw_decode(result)[0], error, created_at)
 
 
 class Ledger(DeliveryMixin):
