@@ -21,6 +21,10 @@ code cell keep no stored output there (:func:`hidden_output_reason`):
 
 nbval still executes those cells in ``notebooks/`` (the copy tags them
 ``nbval-ignore-output``) and still compares them in ``solutions/``.
+
+The markdown cell right after a prediction's cell reads its output aloud, so it gives the
+answer away too: the copy folds it (up to its first heading) into a closed ``<details>``
+block whose summary asks the learner to run the cell above first (:func:`fold_reveal`).
 """
 
 from __future__ import annotations
@@ -37,6 +41,10 @@ PROMPT = "# Your code here: replace each ... with your answer."
 PREDICTION_PROMPT = re.compile(r"predict,? then run", re.IGNORECASE)
 SPOILER_MARKER = "# spoiler:"
 HIDDEN_METADATA = "hidden_output"  # key in a learner-copy cell's ``course`` metadata
+FOLDED_METADATA = "folded_reveal"  # key in a learner-copy markdown cell's ``course`` metadata
+REVEAL_SUMMARY = "<summary><b>Run the cell above first</b>, then open this to read what it showed.</summary>"
+PREDICTION_REASON = "the answer to a prediction"
+_HEADING = re.compile(r"^#{1,6} ")
 
 
 class SolutionMarkupError(ValueError):
@@ -114,8 +122,22 @@ def hidden_output_reason(cells: list[Any], index: int) -> str | None:
         if previous.get("cell_type") == "code":
             return None
         if previous.get("cell_type") == "markdown" and PREDICTION_PROMPT.search(source(previous)):
-            return "the answer to a prediction"
+            return PREDICTION_REASON
     return None
+
+
+def fold_reveal(text: str) -> str:
+    """``text`` with everything before its first heading folded into a closed ``<details>``.
+
+    A heading stays outside, so the notebook's table of contents still shows the next section.
+    """
+    lines = text.splitlines()
+    cut = next((i for i, line in enumerate(lines) if _HEADING.match(line)), len(lines))
+    reveal, rest = "\n".join(lines[:cut]).strip("\n"), "\n".join(lines[cut:])
+    if not reveal:
+        return text
+    folded = f"<details>\n{REVEAL_SUMMARY}\n\n{reveal}\n\n</details>"
+    return f"{folded}\n\n{rest}" if rest else folded
 
 
 def make_learner_copy(solution: Any) -> Any:
@@ -130,6 +152,10 @@ def make_learner_copy(solution: Any) -> Any:
     for index, cell in enumerate(nb.cells):
         if "solution" in cell.metadata.get("tags", []):
             continue
+        reads_a_prediction_aloud = index and hidden_output_reason(solution.cells, index - 1) == PREDICTION_REASON
+        if cell.cell_type == "markdown" and reads_a_prediction_aloud:
+            cell.source = fold_reveal(source(cell))
+            cell.metadata.setdefault("course", {})[FOLDED_METADATA] = True
         if cell.cell_type == "code":
             if BEGIN in source(cell) or END in source(cell):
                 cell.source = strip_solutions(source(cell))

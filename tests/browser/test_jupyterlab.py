@@ -18,6 +18,7 @@ from playwright.sync_api import Locator, Page
 
 from course.lab_session import LabSession
 from course.layout import NOTEBOOKS, SOLUTIONS
+from course.learner_copies import FOLDED_METADATA, REVEAL_SUMMARY
 from course.notebook_format import BEGIN, END, source
 from tests.checks.test_checks_chapter_00 import WRONG_ANSWERS
 
@@ -160,6 +161,29 @@ def test_an_untouched_notebook_closes_without_a_save_prompt(landing: Page) -> No
     time.sleep(1.0)
     assert landing.locator(".jp-Dialog").count() == 0, landing.locator(".jp-Dialog").inner_text()
     assert landing.locator(".lm-DockPanel-tabBar .lm-TabBar-tab", has_text=CHAPTER_00).count() == 0
+
+
+def folded_reveal_first_line(name: str) -> str:
+    """The first line of notebooks/<name>'s first folded reveal, without markdown markup."""
+    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+    cell = next(c for c in nb.cells if c.metadata.get("course", {}).get(FOLDED_METADATA))
+    line = source(cell).split(f"{REVEAL_SUMMARY}\n\n", 1)[1].splitlines()[0]
+    return re.sub(r"[*`_]", "", line).strip()
+
+
+def test_a_prediction_s_answer_stays_folded_until_the_learner_opens_it(lab: LabSession, new_page) -> None:
+    page = new_page()
+    open_notebook(page, lab, CHAPTER_00, "folded-reveal")
+    answer = folded_reveal_first_line(CHAPTER_00)
+    fold = page.locator(".jp-MarkdownCell details", has_text=answer)
+    fold.scroll_into_view_if_needed()
+    summary = fold.locator("summary")
+    assert summary.is_visible() and "Run the cell above first" in summary.inner_text()
+    text = fold.locator("p", has_text=answer)
+    assert not text.is_visible(), "the answer shows before the learner opens it"
+    summary.click()
+    text.wait_for(state="visible")
+    page.close()
 
 
 def open_and_run_all(lab: LabSession, new_page, name: str) -> Page:

@@ -8,7 +8,9 @@ import pytest
 
 from course import build
 from course.learner_copies import (
+    FOLDED_METADATA,
     HIDDEN_METADATA,
+    REVEAL_SUMMARY,
     SolutionMarkupError,
     hidden_output_reason,
     make_learner_copy,
@@ -160,16 +162,51 @@ def test_learner_copies_store_no_answer_to_a_prediction_or_an_exercise(path):
     assert not_compared == ignored_in_solution | {c.id for c in hidden}
 
 
-def test_a_prediction_cell_and_a_spoiler_lose_their_output_in_the_learner_copy():
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_the_text_that_reads_a_prediction_aloud_is_folded_in_the_learner_copy(path):
+    learner = read(path)
+    solution = read(ROOT / "solutions" / path.name)
+    after_prediction = {solution.cells[i + 1].id for i in range(len(solution.cells) - 1)
+                        if hidden_output_reason(solution.cells, i) == "the answer to a prediction"
+                        and solution.cells[i + 1].cell_type == "markdown"}
+    folded = {c.id for c in learner.cells if c.metadata.get("course", {}).get(FOLDED_METADATA)}
+    assert folded == after_prediction
+    by_id = {c.id: c for c in solution.cells}
+    for cell in learner.cells:
+        if cell.id in folded:
+            text = source(cell)
+            assert text.startswith(f"<details>\n{REVEAL_SUMMARY}\n\n") and "\n\n</details>" in text, cell.id
+            # nothing lost: the solution's text is all there, its headings outside the fold
+            assert text.replace(f"<details>\n{REVEAL_SUMMARY}\n\n", "").replace("\n\n</details>", "") \
+                == source(by_id[cell.id]).strip("\n")
+            assert all(not line.startswith("#") for line in text.split("</details>")[0].splitlines()), cell.id
+
+
+def _notebook_99(*cells: tuple[str, str]) -> nbformat.NotebookNode:
+    """A chapter-99 notebook: its title cell, then ``cells`` as ("md" or "code", source) pairs."""
+    make = {"md": nbformat.v4.new_markdown_cell, "code": nbformat.v4.new_code_cell}
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_markdown_cell("# 99 · T"),
-                nbformat.v4.new_markdown_cell("## Predict, then run: how many?"),
-                nbformat.v4.new_code_cell("print(6)"),
-                nbformat.v4.new_code_cell("print('not hidden')"),
-                nbformat.v4.new_code_cell("# spoiler: answers exercise 99.1\nprint(42)"),
-                nbformat.v4.new_markdown_cell("### Exercise 99.1: predict, then run"),
-                nbformat.v4.new_code_cell(f"{BEGIN}\nanswer = 42\n{END}"),
-                nbformat.v4.new_code_cell('check("99.1", answer)')]
+    nb.cells = [nbformat.v4.new_markdown_cell("# 99 · T")] + [make[kind](text) for kind, text in cells]
+    return nb
+
+
+def test_a_reveal_is_folded_up_to_its_first_heading():
+    nb = _notebook_99(("md", "## Predict, then run: how many?"), ("code", "print(6)"),
+                      ("md", "Six, not two.\n\n## Next section\nMore."), ("code", "print(7)"),
+                      ("md", "Not after a prediction."))
+    learner = make_learner_copy(annotate(nb, "99_t"))
+    assert source(learner.cells[3]) == (f"<details>\n{REVEAL_SUMMARY}\n\nSix, not two.\n\n</details>\n\n"
+                                        "## Next section\nMore.")
+    assert learner.cells[3].metadata["course"][FOLDED_METADATA] is True
+    assert source(learner.cells[5]) == "Not after a prediction."
+    assert make_learner_copy(annotate(nb, "99_t")).cells[3].source == learner.cells[3].source  # same every build
+
+
+def test_a_prediction_cell_and_a_spoiler_lose_their_output_in_the_learner_copy():
+    nb = _notebook_99(("md", "## Predict, then run: how many?"), ("code", "print(6)"),
+                      ("code", "print('not hidden')"), ("code", "# spoiler: answers exercise 99.1\nprint(42)"),
+                      ("md", "### Exercise 99.1: predict, then run"), ("code", f"{BEGIN}\nanswer = 42\n{END}"),
+                      ("code", 'check("99.1", answer)'))
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.outputs = [nbformat.v4.new_output("stream", text="x\n")]
