@@ -22,9 +22,9 @@ code cell keep no stored output there (:func:`hidden_output_reason`):
 nbval still executes those cells in ``notebooks/`` (the copy tags them
 ``nbval-ignore-output``) and still compares them in ``solutions/``.
 
-The markdown cell right after a prediction's cell reads its output aloud, so it gives the
-answer away too: the copy folds it (up to its first heading) into a closed ``<details>``
-block whose summary asks the learner to run the cell above first (:func:`fold_reveal`).
+The markdown cell right after such a cell reads its output aloud, so it gives the answer
+away too: the copy folds it (up to its first heading) into a closed ``<details>`` block
+whose summary asks the learner to run the cell above first (:func:`fold_reveal`).
 """
 
 from __future__ import annotations
@@ -43,7 +43,6 @@ SPOILER_MARKER = "# spoiler:"
 HIDDEN_METADATA = "hidden_output"  # key in a learner-copy cell's ``course`` metadata
 FOLDED_METADATA = "folded_reveal"  # key in a learner-copy markdown cell's ``course`` metadata
 REVEAL_SUMMARY = "<summary><b>Run the cell above first</b>, then open this to read what it showed.</summary>"
-PREDICTION_REASON = "the answer to a prediction"
 _HEADING = re.compile(r"^#{1,6} ")
 
 
@@ -122,7 +121,7 @@ def hidden_output_reason(cells: list[Any], index: int) -> str | None:
         if previous.get("cell_type") == "code":
             return None
         if previous.get("cell_type") == "markdown" and PREDICTION_PROMPT.search(source(previous)):
-            return PREDICTION_REASON
+            return "the answer to a prediction"
     return None
 
 
@@ -152,10 +151,11 @@ def make_learner_copy(solution: Any) -> Any:
     for index, cell in enumerate(nb.cells):
         if "solution" in cell.metadata.get("tags", []):
             continue
-        reads_a_prediction_aloud = index and hidden_output_reason(solution.cells, index - 1) == PREDICTION_REASON
-        if cell.cell_type == "markdown" and reads_a_prediction_aloud:
-            cell.source = fold_reveal(source(cell))
-            cell.metadata.setdefault("course", {})[FOLDED_METADATA] = True
+        if cell.cell_type == "markdown" and index and hidden_output_reason(solution.cells, index - 1):
+            folded = fold_reveal(source(cell))  # it reads a hidden output aloud
+            if folded != source(cell):
+                cell.source = folded
+                cell.metadata.setdefault("course", {})[FOLDED_METADATA] = True
         if cell.cell_type == "code":
             if BEGIN in source(cell) or END in source(cell):
                 cell.source = strip_solutions(source(cell))
