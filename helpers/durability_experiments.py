@@ -280,7 +280,8 @@ class CrashLab:
 
     Made early (chapter 08's setup cell), the server's import overlaps with the chapter, so
     the crash experiment itself takes about a second. :meth:`run` runs one experiment in a
-    new folder inside ``workdir``: every worker at once, each forked from the server
+    new folder inside ``workdir``: the workers in parallel (at most ``max_parallel`` at once,
+    which bounds the memory), each forked from the server
     (:class:`helpers.preloaded_processes.ProcessServer`), and when all have died, one more
     child opens each worker's file in turn, recovers the run and writes what it found; so
     every file is read by a process that did not write it. The children's output (a traceback, if
@@ -288,8 +289,10 @@ class CrashLab:
     server; if the notebook's kernel dies first, the server ends by itself.
     """
 
-    def __init__(self, workdir: str | Path) -> None:
-        self.workdir = Path(workdir)
+    def __init__(self, workdir: str | Path, *, max_parallel: int = 4) -> None:
+        if max_parallel < 1:
+            raise ValueError("max_parallel must be at least 1")
+        self.workdir, self.max_parallel = Path(workdir), max_parallel
         self.log_path = self.workdir / "crash-lab.log"
         self.server = preloaded_processes.ProcessServer([__name__], log=self.log_path)
         self.experiments = 0
@@ -308,9 +311,16 @@ class CrashLab:
         folder = tempfile.mkdtemp(prefix=f"crash-{self.experiments}-", dir=self.workdir)
         specs = [asdict(run) for run in runs]
         log, server = self.log_path, self.server
-        # workers with slow nodes start first: their sleeping overlaps the other workers' start-up
-        first = sorted(range(len(runs)), key=lambda n: -runs[n].work_seconds)
-        started = {n: server.start(_crash_worker, folder, n, specs[n], log=log) for n in first}
+        # Slow workers (a slow node or saver) start first, so their sleeping overlaps the quick
+        # ones; at most max_parallel live at once, which bounds the memory of the experiment.
+        first = sorted(range(len(runs)), key=lambda n: -(runs[n].work_seconds + runs[n].delay))
+        started: dict[int, preloaded_processes.Child] = {}
+        running: list[preloaded_processes.Child] = []
+        for n in first:
+            if len(running) == self.max_parallel:
+                running.remove(server.wait_any(running, timeout))
+            started[n] = server.start(_crash_worker, folder, n, specs[n], log=log)
+            running.append(started[n])
         codes = server.wait([started[n] for n in range(len(runs))], timeout)
         examined = server.run(_examine_workers, folder, specs, codes, log=log, timeout=timeout)
         if examined:

@@ -37,6 +37,7 @@ no server process is started, and every target runs in a fresh interpreter.
 
 from __future__ import annotations
 
+import gc
 import importlib
 import itertools
 import json
@@ -144,6 +145,10 @@ def serve(preload: Sequence[str]) -> None:
             importlib.import_module(name)
         if threading.active_count() != 1:
             raise RuntimeError(f"importing {list(preload)} started a thread: forking would not be safe")
+        # A child's garbage collector would otherwise visit every imported object, writing to
+        # its page and so copying it: frozen, the imports stay shared with the server.
+        gc.collect()
+        gc.freeze()
     except BaseException:
         reply(error=traceback.format_exc())
         os._exit(1)
@@ -346,6 +351,22 @@ class ProcessServer:
                 self._kill(child)
             raise TimeoutError(f"child process(es) {[c.pid for c in late]} still running after {timeout} s; "
                                "killed") from None
+
+    def wait_any(self, children: Sequence[Child], timeout: float = 90.0) -> Child:
+        """The first of ``children`` to end (waiting up to ``timeout`` seconds); kills nothing.
+
+        Without a server (no ``os.fork``) it waits for the first child in the list.
+        Raises TimeoutError if none has ended in time.
+        """
+        if not children:
+            raise ValueError("no children to wait for")
+        if self.process is None:
+            self._exit_code(children[0], time.monotonic() + timeout)
+            return children[0]
+        exited = self._replies.exited
+        self._await(lambda: any(c.number in exited for c in children), time.monotonic() + timeout,
+                    f"waiting for one of {[c.target for c in children]}")
+        return next(c for c in children if c.number in exited)
 
     def run(self, target: str | Callable[..., Any], *args: Any, log: str | Path = os.devnull,
             timeout: float = 90.0) -> int:

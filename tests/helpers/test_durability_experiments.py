@@ -224,6 +224,30 @@ def test_a_lab_reports_a_failing_worker_and_keeps_working(tmp_path):
         assert lab.run([CrashRun("sync", "sync")])[0].task_id_kept
 
 
+def test_a_lab_keeps_at_most_max_parallel_workers_alive(tmp_path):
+    import psutil
+
+    with pytest.raises(ValueError, match="at least 1"):
+        CrashLab(tmp_path, max_parallel=0)
+    with CrashLab(tmp_path, max_parallel=2) as lab:
+        if lab.server.process is None:
+            pytest.skip("no os.fork: workers are fresh interpreters, not children of a server")
+        alive_at_start: list[int] = []
+        start = lab.server.start
+
+        def counting_start(*args, **kwargs):
+            workers = psutil.Process(lab.server.process.pid).children()
+            alive_at_start.append(sum(w.status() != psutil.STATUS_ZOMBIE for w in workers))
+            return start(*args, **kwargs)
+
+        lab.server.start = counting_start
+        results = lab.run([CrashRun("slow", "sync", work_seconds=0.2)] + [CrashRun(f"sync-{n}", "sync")
+                                                                         for n in range(4)])
+    assert [r.run.label for r in results] == ["slow", "sync-0", "sync-1", "sync-2", "sync-3"]
+    assert all(r.steps == (-1, 0, 1, 2) for r in results)
+    assert len(alive_at_start) == 6 and max(alive_at_start[:5]) <= 1  # 5 workers, then the examiner
+
+
 def test_labels_must_be_unique(tmp_path):
     with pytest.raises(ValueError, match="unique"):
         crash_experiment(tmp_path, [CrashRun("x", "sync"), CrashRun("x", "async")])

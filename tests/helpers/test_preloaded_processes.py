@@ -54,6 +54,21 @@ def test_children_run_in_parallel_and_report_real_exit_codes(server: ProcessServ
     assert (tmp_path / "c.log").read_text().count("about to crash") == 3  # printed before os._exit: in the log
 
 
+def test_wait_any_returns_a_child_that_ended_and_kills_none(server: ProcessServer, tmp_path: Path) -> None:
+    slow = server.start("time:sleep", 30)
+    quick = server.start(write_and_crash, str(tmp_path / "q.txt"), "quick", 5)
+    if server.forks:  # the server reports whichever child ends first
+        assert server.wait_any([slow, quick]) == quick
+        with pytest.raises(TimeoutError):
+            server.wait_any([slow], timeout=0.2)
+        assert psutil.pid_exists(slow.pid)  # a timeout kills nothing
+    else:  # fresh interpreters: the first in the list
+        assert server.wait_any([quick, slow]) == quick
+    assert server.wait([quick]) == [5]
+    with pytest.raises(ValueError):
+        server.wait_any([])
+
+
 def test_a_return_exits_0_an_exception_1_and_sys_exit_its_code(server: ProcessServer, tmp_path: Path) -> None:
     log = tmp_path / "out.log"
     assert server.run("time:sleep", 0, log=log) == 0
