@@ -519,7 +519,10 @@ def test_an_accepted_command_writes_two_pages_like_a_bare_insert(ledger: Ledger,
         assert conn.execute("SELECT command_id, ready FROM commands ORDER BY seq").fetchall() == [
             ("cmd-1", 1), ("cmd-2", 1), ("cmd-3", 0)]
     assert first.command_id == "cmd-1"
-    assert ledger.submit(T, "cmd-3", "conv-1", {"q": 3}).record == ledger.get_command(T, "cmd-3")
+    # the record a created command gets (built from RETURNING and the call) is the stored row
+    created = ledger.submit(T, "cmd-4", "conv-1", {"q": 4, "tuple": (1, 2)})
+    assert created.created and created.record == ledger.get_command(T, "cmd-4")
+    assert created.record.payload == {"q": 4, "tuple": [1, 2]}  # as stored: JSON has no tuples
 
 
 def test_an_old_sqlite_is_refused_before_the_file_is_touched(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
