@@ -119,10 +119,10 @@ def table_counts(path: str | Path, tables: tuple[str, ...] = ("conversations", "
 
 
 def status_counts(path: str | Path) -> dict[str, Any]:
-    """Commands per status, and how many are queued for delivery, of a ledger file (a fresh connection)."""
+    """Commands per status, and how many are pending delivery (accepted or running), of a ledger file."""
     with closing(sqlite3.connect(path)) as conn:
         statuses = dict(conn.execute("SELECT status, COUNT(*) FROM commands GROUP BY status ORDER BY status"))
-    return {"commands": statuses, "queued": statuses.get("accepted", 0) + statuses.get("running", 0)}
+    return {"commands": statuses, "pending": statuses.get("accepted", 0) + statuses.get("running", 0)}
 
 
 def unique_keys(conn: sqlite3.Connection) -> list[dict[str, str]]:

@@ -145,7 +145,7 @@ def test_threads_racing_one_key_make_one_command_and_one_run(service: ChatServic
     assert sum(r.created for r in results) == 1
     service.dispatch()
     assert service.calls["reply"] == 1
-    assert lx.status_counts(service.directory / "ledger.db") == {"commands": {"done": 1}, "queued": 0}
+    assert lx.status_counts(service.directory / "ledger.db") == {"commands": {"done": 1}, "pending": 0}
 
 
 def test_fifo_second_command_waits_for_the_first(service: ChatService) -> None:
