@@ -62,3 +62,4 @@ def test_the_venv_has_no_rfc3987_parser():
     assert importlib.util.find_spec("rfc3987_syntax") is None, \
         "rebuild the venv with `make test` (its install step removes rfc3987-syntax)"
     assert "pip uninstall -y rfc3987-syntax" in (ROOT / "Makefile").read_text()
+    assert "pip uninstall -y rfc3987-syntax" in (ROOT / "binder/postBuild").read_text()  # Binder alike
