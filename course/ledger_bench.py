@@ -6,8 +6,8 @@ Both sides write to the *same* SQLite file with the *same* settings (WAL,
 ``synchronous``, busy timeout, one commit per row): the ledger's ``submit`` (validation,
 fingerprint, run ID, one ``INSERT ... SELECT ... RETURNING`` that finds the conversation and
 inserts the command, then the record) against ``INSERT OR IGNORE INTO plain ...`` of the
-same key and payload. Both commits write two pages: a row and its key. They take turns in the same run, so a change in
-machine load hits both. Two workloads:
+same key and payload. Both commits usually write two pages: a row and its key. They take
+turns in the same run, so a change in machine load hits both. Two workloads:
 
 * ``single_writer``: one thread, one ledger row then one plain row (or the other way round);
   it also times the ledger's SQL alone (``submit_command`` with the fingerprint and run ID

@@ -24,15 +24,15 @@ Guarantees, as the tests in ``tests/helpers/test_ledger*.py`` check them
   ``submit`` accepts with one ``INSERT ... SELECT ... ON CONFLICT DO NOTHING RETURNING``
   statement (one transaction: it finds the caller's conversation and inserts, or does
   nothing if the key exists): an accepted command costs that one statement and its commit,
-  which writes two pages (the row and its key, as a bare keyed insert does), and only a
-  call that inserted nothing reads the stored row. Needs SQLite >= 3.35.
+  which usually writes two pages (the row and its key, as a bare keyed insert does; more
+  when a page splits), and only a call that inserted nothing reads the stored row. Needs SQLite >= 3.35.
   The command row is its own outbox entry (its delivery columns and two partial indexes):
   the insert that accepts a command makes it pending, and the next ``claim`` puts it in
   its thread's queue (``ready`` goes from NULL to 1 or 0), in ``seq`` order.
   Same key + same payload returns the stored record (``created=False``); same key + another
   payload or conversation raises ``PayloadMismatch`` and writes nothing. 16 threads racing
   one key (sharing a ``Ledger`` or each with its own): one ``created=True``, one row, one
-  queued delivery.
+  delivery.
 * **Same refusal for unknown and foreign conversations** (``ConversationNotFound``, a
   ``Forbidden``); callers never pass a ``thread_id``, it is minted here (uuid4). IDs must be
   exactly ``str`` (``type(x) is str``), 1..128 characters of ``[A-Za-z0-9._:-]``; every value
@@ -67,7 +67,7 @@ Guarantees, as the tests in ``tests/helpers/test_ledger*.py`` check them
 * **Claims use indexes:** ``commands_claim`` holds only the heads of the queues, so a claim
   costs the same with 2,000 or 20,000 commands queued behind a running one. Queueing newly
   accepted commands is paid once per command, by the first claim after them, at the same
-  cost per command for 2,000 or 18,000 of them (about 1 µs each on a 2-core VM).
+  cost per command for 2,000 or 18,000 of them (1–3 µs each on a 2-core VM).
 
 Crash points for ``crash_at`` (``CRASH_POINTS``): ``before_commit`` / ``after_commit`` (in
 ``submit``), ``after_claim`` / ``after_deliver`` (in ``deliver``), ``before_mark_done`` /

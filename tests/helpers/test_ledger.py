@@ -525,6 +525,17 @@ def test_an_accepted_command_writes_two_pages_like_a_bare_insert(ledger: Ledger,
     assert created.record.payload == {"q": 4, "tuple": [1, 2]}  # as stored: JSON has no tuples
 
 
+def test_a_command_accepted_while_its_thread_runs_waits_for_the_head(ledger: Ledger) -> None:
+    """Queueing must not make a second head: FIFO per thread holds across the cursor."""
+    ledger.submit(T, "a", "conv-1", {"n": 1})
+    head = ledger.claim()
+    assert head.command_id == "a"
+    ledger.submit(T, "b", "conv-1", {"n": 2})  # accepted while a runs: queued by the next claim
+    assert ledger.claim() is None  # b is queued behind a, not a head
+    ledger.record_result(head, "ok")
+    assert ledger.claim().command_id == "b"
+
+
 def test_an_old_sqlite_is_refused_before_the_file_is_touched(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sqlite3, "sqlite_version_info", (3, 34, 1))
     monkeypatch.setattr(sqlite3, "sqlite_version", "3.34.1")
