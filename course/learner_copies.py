@@ -131,7 +131,13 @@ def fold_reveal(text: str) -> str:
     A heading stays outside, so the notebook's table of contents still shows the next section.
     """
     lines = text.splitlines()
-    cut = next((i for i, line in enumerate(lines) if _HEADING.match(line)), len(lines))
+    cut, fenced = len(lines), False
+    for i, line in enumerate(lines):
+        if line.lstrip().startswith(("```", "~~~")):
+            fenced = not fenced  # a "# comment" inside a code block is not a heading
+        elif not fenced and _HEADING.match(line):
+            cut = i
+            break
     reveal, rest = "\n".join(lines[:cut]).strip("\n"), "\n".join(lines[cut:])
     if not reveal:
         return text

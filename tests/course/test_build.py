@@ -12,6 +12,7 @@ from course.learner_copies import (
     HIDDEN_METADATA,
     REVEAL_SUMMARY,
     SolutionMarkupError,
+    fold_reveal,
     hidden_output_reason,
     make_learner_copy,
     solution_lines,
@@ -200,6 +201,8 @@ def test_a_reveal_is_folded_up_to_its_first_heading():
     assert learner.cells[3].metadata["course"][FOLDED_METADATA] is True
     assert source(learner.cells[5]) == "Not after a prediction."
     assert make_learner_copy(annotate(nb, "99_t")).cells[3].source == learner.cells[3].source  # same every build
+    code = "Notice:\n\n```python\n# a comment, not a heading\nx = 1\n```\n\n## Next"
+    assert fold_reveal(code) == f"<details>\n{REVEAL_SUMMARY}\n\n{code[:-9]}\n\n</details>\n\n## Next"
 
 
 def test_a_prediction_cell_and_a_spoiler_lose_their_output_in_the_learner_copy():
