@@ -24,7 +24,8 @@ nbval still executes those cells in ``notebooks/`` (the copy tags them
 
 The markdown cell right after such a cell reads its output aloud, so it gives the answer
 away too: the copy folds it (up to its first heading) into a closed ``<details>`` block
-whose summary asks the learner to run the cell above first (:func:`fold_reveal`).
+whose summary asks the learner to run the cell above first, or says which exercise a
+spoiler answers (:func:`fold_reveal`). A lead-in to the next cell sits in a cell of its own.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ SPOILER_MARKER = "# spoiler:"
 HIDDEN_METADATA = "hidden_output"  # key in a learner-copy cell's ``course`` metadata
 FOLDED_METADATA = "folded_reveal"  # key in a learner-copy markdown cell's ``course`` metadata
 REVEAL_SUMMARY = "<summary><b>Run the cell above first</b>, then open this to read what it showed.</summary>"
+SPOILER_SUMMARY = "<summary><b>Spoiler:</b> this {reason}. Open it once you have tried that yourself.</summary>"
 _HEADING = re.compile(r"^#{1,6} ")
 
 
@@ -125,10 +127,22 @@ def hidden_output_reason(cells: list[Any], index: int) -> str | None:
     return None
 
 
-def fold_reveal(text: str) -> str:
+def reveal_summary(hidden_reason: str) -> str:
+    """The ``<summary>`` of the fold after a cell hidden for ``hidden_reason``.
+
+    After a prediction it asks for the run first; after a spoiler it says what the fold answers
+    (an exercise may still lie ahead, so "run the cell above" would not be enough).
+    """
+    if hidden_reason.startswith("spoiler: "):
+        return SPOILER_SUMMARY.format(reason=hidden_reason.removeprefix("spoiler: "))
+    return REVEAL_SUMMARY
+
+
+def fold_reveal(text: str, summary: str = REVEAL_SUMMARY) -> str:
     """``text`` with everything before its first heading folded into a closed ``<details>``.
 
     A heading stays outside, so the notebook's table of contents still shows the next section.
+    A lead-in to the next cell belongs in a markdown cell of its own, outside the fold.
     """
     lines = text.splitlines()
     cut, fenced = len(lines), False
@@ -141,7 +155,7 @@ def fold_reveal(text: str) -> str:
     reveal, rest = "\n".join(lines[:cut]).strip("\n"), "\n".join(lines[cut:])
     if not reveal:
         return text
-    folded = f"<details>\n{REVEAL_SUMMARY}\n\n{reveal}\n\n</details>"
+    folded = f"<details>\n{summary}\n\n{reveal}\n\n</details>"
     return f"{folded}\n\n{rest}" if rest else folded
 
 
@@ -157,8 +171,9 @@ def make_learner_copy(solution: Any) -> Any:
     for index, cell in enumerate(nb.cells):
         if "solution" in cell.metadata.get("tags", []):
             continue
-        if cell.cell_type == "markdown" and index and hidden_output_reason(solution.cells, index - 1):
-            folded = fold_reveal(source(cell))  # it reads a hidden output aloud
+        hidden_before = index and hidden_output_reason(solution.cells, index - 1)
+        if cell.cell_type == "markdown" and hidden_before:
+            folded = fold_reveal(source(cell), reveal_summary(hidden_before))  # it reads a hidden output aloud
             if folded != source(cell):
                 cell.source = folded
                 cell.metadata.setdefault("course", {})[FOLDED_METADATA] = True

@@ -15,6 +15,7 @@ from course.learner_copies import (
     fold_reveal,
     hidden_output_reason,
     make_learner_copy,
+    reveal_summary,
     solution_lines,
     strip_solutions,
     stub_for,
@@ -167,20 +168,23 @@ def test_learner_copies_store_no_answer_to_a_prediction_or_an_exercise(path):
 def test_the_text_that_reads_a_hidden_output_aloud_is_folded_in_the_learner_copy(path):
     learner = read(path)
     solution = read(ROOT / "solutions" / path.name)
-    reads_aloud = {solution.cells[i + 1].id for i in range(len(solution.cells) - 1)
+    reads_aloud = {solution.cells[i + 1].id: reveal_summary(hidden_output_reason(solution.cells, i))
+                   for i in range(len(solution.cells) - 1)
                    if hidden_output_reason(solution.cells, i) and solution.cells[i + 1].cell_type == "markdown"
                    and not source(solution.cells[i + 1]).startswith("#")}  # a heading first: nothing to fold
     folded = {c.id for c in learner.cells if c.metadata.get("course", {}).get(FOLDED_METADATA)}
-    assert folded == reads_aloud
+    assert folded == set(reads_aloud)
     by_id = {c.id: c for c in solution.cells}
     for cell in learner.cells:
         if cell.id in folded:
-            text = source(cell)
-            assert text.startswith(f"<details>\n{REVEAL_SUMMARY}\n\n") and "\n\n</details>" in text, cell.id
+            text, opening = source(cell), f"<details>\n{reads_aloud[cell.id]}\n\n"
+            assert text.startswith(opening) and "\n\n</details>" in text, cell.id
             # nothing lost: the solution's text is all there, its headings outside the fold
-            assert text.replace(f"<details>\n{REVEAL_SUMMARY}\n\n", "").replace("\n\n</details>", "") \
-                == source(by_id[cell.id]).strip("\n")
-            assert all(not line.startswith("#") for line in text.split("</details>")[0].splitlines()), cell.id
+            assert text.replace(opening, "").replace("\n\n</details>", "") == source(by_id[cell.id]).strip("\n")
+            inside = text.split("\n\n</details>")[0]
+            assert all(not line.startswith("#") for line in inside.splitlines()), cell.id
+            # a lead-in ("Walk the chain from ...:") introduces the next cell: it must stay readable
+            assert not inside.rstrip().endswith(":"), f"{cell.id}: move the lead-in to a cell of its own"
 
 
 def _notebook_99(*cells: tuple[str, str]) -> nbformat.NotebookNode:
@@ -203,6 +207,14 @@ def test_a_reveal_is_folded_up_to_its_first_heading():
     assert make_learner_copy(annotate(nb, "99_t")).cells[3].source == learner.cells[3].source  # same every build
     code = "Notice:\n\n```python\n# a comment, not a heading\nx = 1\n```\n\n## Next"
     assert fold_reveal(code) == f"<details>\n{REVEAL_SUMMARY}\n\n{code[:-9]}\n\n</details>\n\n## Next"
+
+
+def test_a_fold_after_a_spoiler_names_what_it_answers():
+    nb = _notebook_99(("code", "# spoiler: answers exercise 99.1\nprint(42)"), ("md", "42, because ..."),
+                      ("md", "### Exercise 99.1"))
+    learner = make_learner_copy(annotate(nb, "99_t"))
+    assert source(learner.cells[2]) == ("<details>\n<summary><b>Spoiler:</b> this answers exercise 99.1. Open it once "
+                                        "you have tried that yourself.</summary>\n\n42, because ...\n\n</details>")
 
 
 def test_a_prediction_cell_and_a_spoiler_lose_their_output_in_the_learner_copy():
