@@ -31,6 +31,8 @@ import math
 import re
 import unicodedata
 import uuid
+from collections.abc import Callable
+from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any
 
 from helpers.ledger_records import InvalidId, InvalidPayload
@@ -50,10 +52,27 @@ _ID_RE = re.compile(r"[A-Za-z0-9._:-]+")
 _SCALARS = (type(None), bool, int, float, str)
 _RUN_HASH = hashlib.sha1(RUN_NAMESPACE.bytes, usedforsecurity=False)  # uuid5 hashes namespace + name
 _VARIANT = {digit: "89ab"[int(digit, 16) & 3] for digit in "0123456789abcdef"}  # the top bits become 10
-# Built once: json.dumps() with any non-default option builds a new encoder on every call.
-# No cycle check: _normalise has refused cycles (as too deep) before anything is encoded.
-_ENCODERS = {sort_keys: json.JSONEncoder(sort_keys=sort_keys, separators=(",", ":"), ensure_ascii=False,
-                                         allow_nan=False, check_circular=False) for sort_keys in (False, True)}
+
+
+def _json_encoder(sort_keys: bool) -> Callable[[Any], str]:
+    """A compact JSON encoding function (raw UTF-8 text, no NaN), built once.
+
+    ``JSONEncoder.encode`` builds a new C encoder on every call, so this keeps one. No cycle
+    check: ``_normalise`` has refused cycles (as too deep) before anything is encoded.
+    """
+    options = json.JSONEncoder(sort_keys=sort_keys, separators=(",", ":"), ensure_ascii=False, allow_nan=False,
+                               check_circular=False)
+    try:
+        c_encoder = c_make_encoder(None, options.default, encode_basestring, None, ":", ",", sort_keys, False, False)
+        sample = {"b": [1.5, None, (True,)], "a": "\u00e9\n"}
+        if "".join(c_encoder(sample, 0)) != options.encode(sample):
+            raise ValueError("the C encoder disagrees")
+    except Exception:  # no C accelerator, or another signature: the pure-Python path
+        return options.encode
+    return lambda value: "".join(c_encoder(value, 0))
+
+
+_ENCODERS = {sort_keys: _json_encoder(sort_keys) for sort_keys in (False, True)}
 
 
 def new_command_id() -> str:
@@ -166,7 +185,7 @@ def _canonical(value: Any, label: str) -> bytes:
     except _BadValue as exc:
         raise exc.payload_error(label) from None
     try:
-        return _ENCODERS[True].encode(normal).encode("utf-8")
+        return _ENCODERS[True](normal).encode("utf-8")
     except (ValueError, UnicodeEncodeError) as exc:
         raise InvalidPayload(f"{label}: cannot encode as JSON: {exc}") from None
 
@@ -191,4 +210,4 @@ def payload_json(value: Any, *, label: str = "payload") -> tuple[str, str]:
     digest = hashlib.sha256(_canonical(value, label)).hexdigest()  # validates everything first
     # The stored form has the same characters up to NFC, so it encodes wherever the canonical
     # form did: one more JSON encoding, no second check. submit calls this every time.
-    return _ENCODERS[False].encode(value), digest
+    return _ENCODERS[False](value), digest
