@@ -4,8 +4,8 @@
 
 Both sides write to the *same* SQLite file with the *same* settings (WAL,
 ``synchronous``, busy timeout, one commit per row): the ledger's ``submit`` (validation,
-fingerprint, run ID, one ``INSERT ... SELECT ... RETURNING`` that finds the conversation and
-inserts the command, then the record) against ``INSERT OR IGNORE INTO plain ...`` of the
+fingerprint, run ID, one ``INSERT ... SELECT`` that finds the conversation on its thread
+and inserts the command, then the record) against ``INSERT OR IGNORE INTO plain ...`` of the
 same key and payload. Both commits usually write two pages: a row and its key. They take
 turns in the same run, so a change in machine load hits both. Two workloads:
 
@@ -33,7 +33,7 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
-from helpers.ledger import Ledger, new_command_id, payload_json, run_id_for, submit_command
+from helpers.ledger import Ledger, new_command_id, payload_json, run_id_for, submit_command, utc_now
 
 __all__ = ["RATIO_TARGET", "benchmark_ledger"]
 
@@ -47,7 +47,7 @@ class _Writers:
 
     def __init__(self, path: Path, synchronous: str, conversation: str) -> None:
         self.ledger = Ledger(path, synchronous=synchronous, timeout=60)
-        self.ledger.create_conversation("bench", conversation)
+        self.thread = self.ledger.create_conversation("bench", conversation).thread_id
         self.conversation = conversation
         self.plain = sqlite3.connect(path, timeout=60, isolation_level=None)
         self.plain.execute(f"PRAGMA synchronous = {synchronous}")  # checked by Ledger() above
@@ -66,7 +66,7 @@ class _Writers:
         if kind == "ledger":
             self.ledger.submit("bench", key, self.conversation, payload)
         elif kind == "sql":
-            submit_command(self.sql, "bench", key, self.conversation, body, digest, run_id)
+            submit_command(self.sql, "bench", key, self.conversation, self.thread, body, digest, run_id, utc_now())
         else:
             self.plain.execute("INSERT OR IGNORE INTO plain VALUES (?, ?, ?)", ("bench", key, json.dumps(payload)))
         return time.perf_counter() - began

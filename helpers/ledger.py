@@ -21,11 +21,15 @@ Public API (everything is importable from here; parts live in ``helpers.ledger_i
 Guarantees, as the tests in ``tests/helpers/test_ledger*.py`` check them
 -----------------------------------------------------------------------
 * **Acceptance is exactly once.** ``commands`` is UNIQUE on ``(tenant_id, command_id)``.
-  ``submit`` accepts with one ``INSERT ... SELECT ... ON CONFLICT DO NOTHING RETURNING``
-  statement (one transaction: it finds the caller's conversation and inserts, or does
-  nothing if the key exists): an accepted command costs that one statement and its commit,
+  ``submit`` accepts with one ``INSERT ... SELECT ... ON CONFLICT DO NOTHING`` statement
+  (one transaction: it finds the caller's conversation on its thread and inserts, or does
+  nothing if the key exists; ``rowcount`` says which and ``lastrowid`` is the new ``seq``,
+  so nothing is read back): an accepted command costs that one statement and its commit,
   which usually writes two pages (the row and its key, as a bare keyed insert does; more
-  when a page splits), and only a call that inserted nothing reads the stored row. Needs SQLite >= 3.35.
+  when a page splits), and only a call that inserted nothing reads the stored row. Needs
+  SQLite >= 3.24. A ``Ledger`` reads a conversation's thread once (``create_conversation``,
+  ``get_conversation`` or the first ``submit`` there) and keeps it; a conversation changed
+  since (another thread, or gone) matches no insert and is read again.
   The command row is its own outbox entry (its delivery columns and two partial indexes):
   the insert that accepts a command makes it pending, and the next ``claim`` puts it in
   its thread's queue (``ready`` goes from NULL to 1 or 0), in ``seq`` order.
@@ -129,13 +133,13 @@ __all__ = [
     "Forbidden", "Heartbeat", "InvalidId", "InvalidPayload", "Ledger", "LedgerBusy", "LedgerError",
     "ManualClock", "PayloadMismatch", "RunRecord", "SchemaVersionError", "SimulatedCrash", "StaleLease",
     "SubmitResult", "canonical_json", "fingerprint", "new_command_id", "new_time_ordered_id", "payload_json",
-    "run_dispatcher", "run_id_for", "stable_id", "submit_command", "validate_id",
+    "run_dispatcher", "run_id_for", "stable_id", "submit_command", "utc_now", "validate_id",
 ]
 
 CRASH_POINTS = ("before_commit", "after_commit", "after_claim", "after_deliver",
                 "before_mark_done", "after_mark_done")
 SCHEMA_VERSION = 4  # 1: no version stored; 2: a separate outbox; 3: queued by submit; 4: by a claim
-MIN_SQLITE = (3, 35, 0)  # INSERT ... RETURNING (ON CONFLICT DO NOTHING needs 3.24)
+MIN_SQLITE = (3, 24, 0)  # INSERT ... ON CONFLICT DO NOTHING (upsert)
 
 # saved as helpers.ledger.SCHEMA
 SCHEMA = """
@@ -194,30 +198,30 @@ COMMAND_COLUMNS = ("seq, tenant_id, command_id, conversation_id, thread_id, run_
 
 
 # saved as helpers.ledger.submit_command
-def submit_command(conn: sqlite3.Connection, tenant_id: str, command_id: str, conversation_id: str,
-                   payload: str, fingerprint: str, run_id: str) -> tuple[tuple | None, bool]:
+def submit_command(conn: sqlite3.Connection, tenant_id: str, command_id: str, conversation_id: str, thread_id: str,
+                   payload: str, fingerprint: str, run_id: str, created_at: str) -> tuple[tuple | None, bool]:
     """Accept a command at most once; return (the stored command row, created).
 
-    The INSERT is one statement, so one transaction: it finds the caller's conversation and
-    inserts the command unless the key exists, and RETURNING hands back what the database
-    chose (seq, thread_id, created_at; the rest is what the caller sent). It writes the
-    row and its key and nothing else: the next claim puts the command in its thread's
-    queue. A call that inserted nothing reads the stored row. The row is None when the
-    tenant has no such conversation.
+    The INSERT is one statement, so one transaction: it inserts the command unless the key
+    exists, and only if the tenant has this conversation on this thread. ``rowcount`` says
+    whether it inserted and ``lastrowid`` is the new ``seq``; the rest of the new row is
+    what the caller passed, so nothing is read back. It writes the row and its key and
+    nothing else: the next claim puts the command in its thread's queue. A call that
+    inserted nothing reads the stored row. The row is None when the tenant has no such
+    conversation (on that thread).
     """
-    inserted = conn.execute(
+    cursor = conn.execute(
         "INSERT INTO commands (tenant_id, command_id, conversation_id, thread_id, run_id, fingerprint, payload,"
         " created_at)"
-        " SELECT tenant_id, ?, conversation_id, thread_id, ?, ?, ?, datetime('now')"
-        " FROM conversations WHERE tenant_id = ? AND conversation_id = ?"
-        " ON CONFLICT (tenant_id, command_id) DO NOTHING RETURNING seq, thread_id, created_at",
-        (command_id, run_id, fingerprint, payload, tenant_id, conversation_id)).fetchall()  # to its end: commits
-    if inserted:  # only the call that inserted gets a row back: created is decided by the insert itself
-        seq, thread_id, created_at = inserted[0]
-        return (seq, tenant_id, command_id, conversation_id, thread_id, run_id, fingerprint, payload,
+        " SELECT tenant_id, ?, conversation_id, thread_id, ?, ?, ?, ?"
+        " FROM conversations WHERE tenant_id = ? AND conversation_id = ? AND thread_id = ?"
+        " ON CONFLICT (tenant_id, command_id) DO NOTHING",
+        (command_id, run_id, fingerprint, payload, created_at, tenant_id, conversation_id, thread_id))
+    if cursor.rowcount == 1:  # only the call that inserted changed a row: created is decided by the insert itself
+        return (cursor.lastrowid, tenant_id, command_id, conversation_id, thread_id, run_id, fingerprint, payload,
                 "accepted", None, None, created_at), True
-    if conn.execute("SELECT 1 FROM conversations WHERE tenant_id = ? AND conversation_id = ?",
-                    (tenant_id, conversation_id)).fetchone() is None:
+    if conn.execute("SELECT 1 FROM conversations WHERE tenant_id = ? AND conversation_id = ? AND thread_id = ?",
+                    (tenant_id, conversation_id, thread_id)).fetchone() is None:
         return None, False
     stored = conn.execute(
         "SELECT seq, tenant_id, command_id, conversation_id, thread_id, run_id, fingerprint, payload,"
@@ -227,6 +231,19 @@ def submit_command(conn: sqlite3.Connection, tenant_id: str, command_id: str, co
 
 
 _DECODER = json.JSONDecoder()
+MAX_KEPT_THREADS = 10_000  # conversations whose thread a Ledger keeps; more, and it starts again
+
+
+_this_second = (-1, "")  # (a second, its text): one tuple, so threads swap it whole
+
+
+def utc_now() -> str:
+    """Now in UTC, as SQLite's ``datetime('now')`` writes it (formatted once per second)."""
+    global _this_second
+    second = int(time.time())
+    if second != _this_second[0]:
+        _this_second = (second, time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(second)))
+    return _this_second[1]
 
 
 def _record(row: tuple) -> CommandRecord:
@@ -247,7 +264,8 @@ class Ledger(DeliveryMixin):
                  crash_at: str | None = None, name: str | None = None, max_idle: int = 4) -> None:
         if sqlite3.sqlite_version_info < MIN_SQLITE:
             raise LedgerError(f"the ledger needs SQLite {'.'.join(map(str, MIN_SQLITE))} or newer (for INSERT ... "
-                              f"RETURNING); this Python uses SQLite {sqlite3.sqlite_version}: use a newer Python build")
+                              f"ON CONFLICT DO NOTHING); this Python uses SQLite {sqlite3.sqlite_version}: "
+                              "use a newer Python build")
         if crash_at is not None and crash_at not in CRASH_POINTS:
             raise ValueError(f"unknown crash point {crash_at!r}; choose from {CRASH_POINTS}")
         if synchronous.upper() not in ("OFF", "NORMAL", "FULL", "EXTRA"):
@@ -258,6 +276,7 @@ class Ledger(DeliveryMixin):
         self.max_attempts, self.clock, self.crash_at = max_attempts, clock, crash_at
         self.name = name or f"ledger-{uuid.uuid4().hex[:8]}"  # tags the leases and runs this object takes
         self._pool = ConnectionPool(self.path, timeout=timeout, synchronous=synchronous.upper(), max_idle=max_idle)
+        self._threads: dict[tuple[str, str], str] = {}  # (tenant, conversation) -> its thread, as last read
         self._renewed = threading.Condition()
         self.renewals = 0  # successful renew() calls of this object (demos wait on it)
         pool, deadline = self._pool, time.monotonic() + timeout
@@ -355,14 +374,24 @@ class Ledger(DeliveryMixin):
                 "INSERT INTO conversations (tenant_id, conversation_id, thread_id, created_at) "
                 "VALUES (?, ?, ?, datetime('now')) ON CONFLICT (tenant_id, conversation_id) DO NOTHING",
                 (tenant_id, conversation_id, str(uuid.uuid4())))
-            return self._conversation(conn, tenant_id, conversation_id)
+            return self._keep(self._conversation(conn, tenant_id, conversation_id))
 
     def get_conversation(self, tenant_id: str, conversation_id: str) -> Conversation:
         """The caller's conversation, or ``ConversationNotFound``."""
         validate_id("tenant_id", tenant_id)
         validate_id("conversation_id", conversation_id)
         with self._using() as conn:
-            return self._conversation(conn, tenant_id, conversation_id)
+            return self._keep(self._conversation(conn, tenant_id, conversation_id))
+
+    def _thread_of(self, tenant_id: str, conversation_id: str) -> str:
+        """Read the conversation's thread (``ConversationNotFound`` if none), kept for ``submit``."""
+        return self.get_conversation(tenant_id, conversation_id).thread_id
+
+    def _keep(self, conversation: Conversation) -> Conversation:
+        if len(self._threads) >= MAX_KEPT_THREADS:
+            self._threads.clear()
+        self._threads[conversation.tenant_id, conversation.conversation_id] = conversation.thread_id
+        return conversation
 
     @staticmethod
     def _conversation(conn: sqlite3.Connection, tenant_id: str, conversation_id: str) -> Conversation:
@@ -382,10 +411,20 @@ class Ledger(DeliveryMixin):
         validate_id("command_id", command_id)
         validate_id("conversation_id", conversation_id)
         body, digest = payload_json(payload)
-        with self._using() as conn:
-            target: Any = CrashAtCommit(conn) if self.crash_at == "before_commit" else conn
-            row, created = submit_command(target, tenant_id, command_id, conversation_id, body, digest,
-                                          run_id_for(tenant_id, command_id))
+        run_id, known = run_id_for(tenant_id, command_id), (tenant_id, conversation_id)
+        thread_id, row, created = self._threads.get(known), None, False
+        # The thread kept from an earlier read saves a statement; if the conversation has
+        # changed since (gone, or another thread), the insert matches nothing: read it again.
+        for fresh in (False, True) if thread_id else (True,):
+            if fresh:
+                thread_id = self._thread_of(tenant_id, conversation_id)  # ConversationNotFound if none
+            with self._using() as conn:
+                target: Any = CrashAtCommit(conn) if self.crash_at == "before_commit" else conn
+                row, created = submit_command(target, tenant_id, command_id, conversation_id, thread_id, body, digest,
+                                              run_id, utc_now())
+            if row is not None:
+                break
+            self._threads.pop(known, None)
         if row is None:
             raise ConversationNotFound(
                 f"conversation {conversation_id!r} not found for tenant {tenant_id!r} "

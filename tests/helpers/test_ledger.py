@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
 import time
@@ -17,6 +18,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from course.ledger_bench import benchmark_ledger
+from helpers import ledger_ids
 from helpers.ledger import (
     CRASH_POINTS,
     MIN_SQLITE,
@@ -36,9 +38,11 @@ from helpers.ledger import (
     fingerprint,
     new_command_id,
     new_time_ordered_id,
+    payload_json,
     run_id_for,
     stable_id,
     submit_command,
+    utc_now,
     validate_id,
 )
 
@@ -471,21 +475,66 @@ def test_run_id_is_the_uuid5_of_tenant_and_command(tenant: str, command: str) ->
 
 def test_accepting_a_command_is_one_statement(ledger: Ledger, db: Path) -> None:
     """The hot path: a new command costs one statement (so one commit); only a retry reads."""
-    args = ('{"q":1}', fingerprint({"q": 1}), run_id_for(T, "cmd-1"))
+    thread = ledger.get_conversation(T, "conv-1").thread_id
+    args = ('{"q":1}', fingerprint({"q": 1}), run_id_for(T, "cmd-1"), utc_now())
     with closing(sqlite3.connect(db, isolation_level=None)) as conn:
         conn.execute("PRAGMA foreign_keys = ON")
         statements: list[str] = []
         conn.set_trace_callback(statements.append)
-        calls = {"new": (T, "cmd-1", "conv-1"), "retry": (T, "cmd-1", "conv-1"),
-                 "foreign conversation": ("tenant-b", "cmd-1", "conv-1")}
+        calls = {"new": (T, "cmd-1", "conv-1", thread), "retry": (T, "cmd-1", "conv-1", thread),
+                 "foreign conversation, its thread guessed": ("tenant-b", "cmd-1", "conv-1", thread),
+                 "another thread": (T, "cmd-2", "conv-1", str(uuid.uuid4()))}
         seen = {}
-        for call, (tenant, key, conversation) in calls.items():
+        for call, (tenant, key, conversation, thread_id) in calls.items():
             statements.clear()
-            row, created = submit_command(conn, tenant, key, conversation, *args)
+            row, created = submit_command(conn, tenant, key, conversation, thread_id, *args)
             seen[call] = (created, row is not None, [s.split()[0] for s in statements])
     assert seen == {"new": (True, True, ["INSERT"]), "retry": (False, True, ["INSERT", "SELECT", "SELECT"]),
-                    "foreign conversation": (False, False, ["INSERT", "SELECT"])}
+                    "foreign conversation, its thread guessed": (False, False, ["INSERT", "SELECT"]),
+                    "another thread": (False, False, ["INSERT", "SELECT"])}
     assert count(db, "commands") == 1
+
+
+def _statements_of(ledger: Ledger) -> list[str]:
+    """From now on, the first word of every statement ``ledger``'s connections run."""
+    statements: list[str] = []
+    get = ledger._pool.get
+
+    def traced() -> sqlite3.Connection:
+        conn = get()
+        conn.set_trace_callback(lambda sql: statements.append(sql.split()[0]))
+        return conn
+    ledger._pool.get = traced  # type: ignore[method-assign]
+    return statements
+
+
+def test_a_ledger_reads_a_conversation_s_thread_once_then_accepts_with_one_statement(ledger: Ledger, db: Path) -> None:
+    with Ledger(db) as other:  # a fresh object: it has read no conversation yet
+        statements = _statements_of(other)
+        other.submit(T, "cmd-1", "conv-1", {"n": 1})
+        assert statements == ["SELECT", "INSERT"]  # the conversation's thread, then the insert
+        statements.clear()
+        other.submit(T, "cmd-2", "conv-1", {"n": 2})
+        assert statements == ["INSERT"]
+        statements.clear()
+        with pytest.raises(ConversationNotFound):
+            other.submit("tenant-b", "cmd-3", "conv-1", {"n": 3})  # another tenant's: nothing kept, nothing inserted
+        assert statements == ["SELECT"] and count(db, "commands") == 2
+
+
+def test_a_kept_thread_that_no_longer_matches_is_read_again(ledger: Ledger, db: Path) -> None:
+    """The kept thread only saves a read: a conversation changed behind the ledger's back is read again."""
+    ledger.submit(T, "cmd-1", "conv-1", {"n": 1})
+    with closing(sqlite3.connect(db, isolation_level=None)) as conn:
+        conn.execute("UPDATE conversations SET thread_id = 'rebuilt' WHERE conversation_id = 'conv-1'")
+    second = ledger.submit(T, "cmd-2", "conv-1", {"n": 2})
+    assert second.created and second.record.thread_id == "rebuilt" == ledger.get_command(T, "cmd-2").thread_id
+    with closing(sqlite3.connect(db, isolation_level=None)) as conn:  # an erasure: its commands, then itself
+        conn.execute("DELETE FROM commands WHERE conversation_id = 'conv-1'")
+        conn.execute("DELETE FROM conversations WHERE conversation_id = 'conv-1'")
+    with pytest.raises(ConversationNotFound):
+        ledger.submit(T, "cmd-3", "conv-1", {"n": 3})
+    assert count(db, "commands") == 0
 
 
 def _pages_written(conn: sqlite3.Connection, write: Callable[[], object]) -> int:
@@ -519,7 +568,7 @@ def test_an_accepted_command_writes_two_pages_like_a_bare_insert(ledger: Ledger,
         assert conn.execute("SELECT command_id, ready FROM commands ORDER BY seq").fetchall() == [
             ("cmd-1", 1), ("cmd-2", 1), ("cmd-3", 0)]
     assert first.command_id == "cmd-1"
-    # the record a created command gets (built from RETURNING and the call) is the stored row
+    # the record a created command gets (its seq from the insert, the rest from the call) is the stored row
     created = ledger.submit(T, "cmd-4", "conv-1", {"q": 4, "tuple": (1, 2)})
     assert created.created and created.record == ledger.get_command(T, "cmd-4")
     assert created.record.payload == {"q": 4, "tuple": [1, 2]}  # as stored: JSON has no tuples
@@ -537,11 +586,11 @@ def test_a_command_accepted_while_its_thread_runs_waits_for_the_head(ledger: Led
 
 
 def test_an_old_sqlite_is_refused_before_the_file_is_touched(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sqlite3, "sqlite_version_info", (3, 34, 1))
-    monkeypatch.setattr(sqlite3, "sqlite_version", "3.34.1")
-    with pytest.raises(LedgerError, match=r"needs SQLite 3\.35\.0 or newer .*uses SQLite 3\.34\.1"):
+    monkeypatch.setattr(sqlite3, "sqlite_version_info", (3, 23, 1))
+    monkeypatch.setattr(sqlite3, "sqlite_version", "3.23.1")
+    with pytest.raises(LedgerError, match=r"needs SQLite 3\.24\.0 or newer .*uses SQLite 3\.23\.1"):
         Ledger(db)
-    assert not db.exists() and MIN_SQLITE == (3, 35, 0)
+    assert not db.exists() and MIN_SQLITE == (3, 24, 0)
 
 
 # --------------------------------------------------------------------------- properties
@@ -624,3 +673,21 @@ def test_benchmark_small(tmp_path: Path) -> None:
     with closing(sqlite3.connect(next(tmp_path.glob("bench-single-*.db")))) as conn:
         assert conn.execute("SELECT COUNT(*) FROM commands").fetchone()[0] == 100  # 2 x (20 warm-up + 30)
         assert conn.execute("SELECT COUNT(*) FROM plain").fetchone()[0] == 50
+
+
+@FAST
+@given(json_value)
+def test_the_ledger_s_json_is_json_dumps_with_its_options(value) -> None:
+    """The encoders built once (C, when the interpreter has it) write exactly what json.dumps writes."""
+    for sort_keys in (False, True):
+        expected = json.dumps(value, sort_keys=sort_keys, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        assert ledger_ids._ENCODERS[sort_keys](value) == expected
+    assert payload_json(value)[0] == json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def test_utc_now_is_sqlite_s_datetime_now() -> None:
+    with closing(sqlite3.connect(":memory:")) as conn:
+        before = conn.execute("SELECT datetime('now')").fetchone()[0]
+        now = utc_now()
+        after = conn.execute("SELECT datetime('now')").fetchone()[0]
+    assert before <= now <= after and len(now) == len("2026-12-01 03:00:00")
