@@ -46,6 +46,7 @@ FOLDED_METADATA = "folded_reveal"  # key in a learner-copy markdown cell's ``cou
 REVEAL_SUMMARY = "<summary><b>Run the cell above first</b>, then open this to read what it showed.</summary>"
 SPOILER_SUMMARY = "<summary><b>Spoiler:</b> this {reason}. Open it once you have tried that yourself.</summary>"
 _HEADING = re.compile(r"^#{1,6} ")
+_SETEXT_UNDERLINE = re.compile(r"^ {0,3}(=+|-+)\s*$")
 
 
 class SolutionMarkupError(ValueError):
@@ -151,6 +152,9 @@ def fold_reveal(text: str, summary: str = REVEAL_SUMMARY) -> str:
             fenced = not fenced  # a "# comment" inside a code block is not a heading
         elif not fenced and _HEADING.match(line):
             cut = i
+            break
+        elif not fenced and i and lines[i - 1].strip() and _SETEXT_UNDERLINE.match(line):
+            cut = i - 1  # "Title" over "=====" or "-----" is a heading too
             break
     reveal, rest = "\n".join(lines[:cut]).strip("\n"), "\n".join(lines[cut:])
     if not reveal:

@@ -207,6 +207,8 @@ def test_a_reveal_is_folded_up_to_its_first_heading():
     assert make_learner_copy(annotate(nb, "99_t")).cells[3].source == learner.cells[3].source  # same every build
     code = "Notice:\n\n```python\n# a comment, not a heading\nx = 1\n```\n\n## Next"
     assert fold_reveal(code) == f"<details>\n{REVEAL_SUMMARY}\n\n{code[:-9]}\n\n</details>\n\n## Next"
+    setext = "Six.\n\nNext section\n------------\nMore."
+    assert fold_reveal(setext) == f"<details>\n{REVEAL_SUMMARY}\n\nSix.\n\n</details>\n\n{setext[6:]}"
 
 
 def test_a_fold_after_a_spoiler_names_what_it_answers():
