@@ -360,7 +360,7 @@ def test_a_stale_directory_is_swept_and_a_live_owner_s_is_kept(tmp_path: Path,
 
 
 def test_processes_of_a_run_are_told_apart_by_their_run_tag(pg: RunningServer) -> None:
-    ours = os.environ[servers.RUN_ENV]  # set for the whole test session by tests/conftest.py
+    ours = os.environ[servers.RUN_ENV]  # set for the whole test session by conftest.py
     assert any(f"process {pg.pid}:" in line for line in servers.processes_of_run(ours))
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
                              env={**os.environ, servers.RUN_ENV: "another-run"})
@@ -375,8 +375,8 @@ def test_processes_of_a_run_are_told_apart_by_their_run_tag(pg: RunningServer) -
 
 
 def test_a_test_run_reports_only_what_it_left_behind(tmp_path: Path) -> None:
-    # tests/conftest.py's check at the end of every run, on a small run of its own.
-    from tests.conftest import OwnedRun
+    # the root conftest.py's check at the end of every run, on a small run of its own.
+    from course.owned_test_run import OwnedRun
 
     others = tmp_path / f"{servers.TEMP_PREFIX}another-clone"  # stands for another run's folder
     others.mkdir()
