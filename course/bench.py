@@ -188,7 +188,8 @@ def print_ledger_benchmark() -> None:
     with tempfile.TemporaryDirectory(prefix="ledger-bench-") as folder:
         result = benchmark_ledger(folder)
     print(f"command ledger vs plain INSERT OR IGNORE (same SQLite file and settings, WAL, "
-          f"synchronous={result['synchronous']}, one commit per row, taking turns):")
+          f"synchronous={result['synchronous']}, one commit per row, taking turns; ratio: median of the "
+          "repeats, lowest-highest):")
     print(format_table(rows_for_table(result)))
 
 

@@ -29,7 +29,9 @@ Guarantees, as the tests in ``tests/helpers/test_ledger*.py`` check them
   when a page splits), and only a call that inserted nothing reads the stored row. Needs
   SQLite >= 3.24. A ``Ledger`` reads a conversation's thread once (``create_conversation``,
   ``get_conversation`` or the first ``submit`` there) and keeps it; a conversation changed
-  since (another thread, or gone) matches no insert and is read again.
+  since (another thread, or gone) matches no insert and is read again. ``created_at`` is
+  when the call began (UTC, to the second) and ``seq`` the order of acceptance, so under
+  contention a later ``seq`` can carry an earlier ``created_at``.
   The command row is its own outbox entry (its delivery columns and two partial indexes):
   the insert that accepts a command makes it pending, and the next ``claim`` puts it in
   its thread's queue (``ready`` goes from NULL to 1 or 0), in ``seq`` order.
@@ -202,8 +204,9 @@ def submit_command(conn: sqlite3.Connection, tenant_id: str, command_id: str, co
                    payload: str, fingerprint: str, run_id: str, created_at: str) -> tuple[tuple | None, bool]:
     """Accept a command at most once; return (the stored command row, created).
 
-    The INSERT is one statement, so one transaction: it inserts the command unless the key
-    exists, and only if the tenant has this conversation on this thread. ``rowcount`` says
+    The INSERT is one statement, so on an autocommit connection (as the ledger's are) one
+    transaction: it inserts the command unless the key exists, and only if the tenant has
+    this conversation on this thread. ``rowcount`` says
     whether it inserted and ``lastrowid`` is the new ``seq``; the rest of the new row is
     what the caller passed, so nothing is read back. It writes the row and its key and
     nothing else: the next claim puts the command in its thread's queue. A call that
@@ -232,6 +235,7 @@ def submit_command(conn: sqlite3.Connection, tenant_id: str, command_id: str, co
 
 _DECODER = json.JSONDecoder()
 MAX_KEPT_THREADS = 10_000  # conversations whose thread a Ledger keeps; more, and it starts again
+MAX_THREAD_READS = 3  # fresh reads of a conversation's thread that one submit may need
 
 
 _this_second = (-1, "")  # (a second, its text): one tuple, so threads swap it whole
@@ -412,12 +416,11 @@ class Ledger(DeliveryMixin):
         validate_id("conversation_id", conversation_id)
         body, digest = payload_json(payload)
         run_id, known = run_id_for(tenant_id, command_id), (tenant_id, conversation_id)
-        thread_id, row, created = self._threads.get(known), None, False
-        # The thread kept from an earlier read saves a statement; if the conversation has
-        # changed since (gone, or another thread), the insert matches nothing: read it again.
-        for fresh in (False, True) if thread_id else (True,):
-            if fresh:
-                thread_id = self._thread_of(tenant_id, conversation_id)  # ConversationNotFound if none
+        thread_id = self._threads.get(known) or self._thread_of(tenant_id, conversation_id)
+        # The thread kept from an earlier read saves a statement. If the conversation has
+        # changed since (gone, or another thread), the insert matches nothing: read it again
+        # (ConversationNotFound if it is gone) and retry, a few times at most.
+        for _ in range(MAX_THREAD_READS + 1):
             with self._using() as conn:
                 target: Any = CrashAtCommit(conn) if self.crash_at == "before_commit" else conn
                 row, created = submit_command(target, tenant_id, command_id, conversation_id, thread_id, body, digest,
@@ -425,10 +428,10 @@ class Ledger(DeliveryMixin):
             if row is not None:
                 break
             self._threads.pop(known, None)
-        if row is None:
-            raise ConversationNotFound(
-                f"conversation {conversation_id!r} not found for tenant {tenant_id!r} "
-                "(it does not exist or belongs to another tenant)")
+            thread_id = self._thread_of(tenant_id, conversation_id)
+        else:
+            raise LedgerError(f"conversation {conversation_id!r} of tenant {tenant_id!r} changed its thread "
+                              f"{MAX_THREAD_READS} times during this call; nothing was accepted, retrying is safe")
         record = _record(row)
         if not created:  # a created row holds exactly what this call sent
             if record.conversation_id != conversation_id:

@@ -17,7 +17,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from course.ledger_bench import benchmark_ledger
+from course.ledger_bench import benchmark_ledger, rows_for_table
+from helpers import ledger as ledger_module
 from helpers import ledger_ids
 from helpers.ledger import (
     CRASH_POINTS,
@@ -474,7 +475,7 @@ def test_run_id_is_the_uuid5_of_tenant_and_command(tenant: str, command: str) ->
 
 
 def test_accepting_a_command_is_one_statement(ledger: Ledger, db: Path) -> None:
-    """The hot path: a new command costs one statement (so one commit); only a retry reads."""
+    """The hot path: a new command costs one statement (so one commit); only a call that inserted nothing reads."""
     thread = ledger.get_conversation(T, "conv-1").thread_id
     args = ('{"q":1}', fingerprint({"q": 1}), run_id_for(T, "cmd-1"), utc_now())
     with closing(sqlite3.connect(db, isolation_level=None)) as conn:
@@ -520,6 +521,52 @@ def test_a_ledger_reads_a_conversation_s_thread_once_then_accepts_with_one_state
         with pytest.raises(ConversationNotFound):
             other.submit("tenant-b", "cmd-3", "conv-1", {"n": 3})  # another tenant's: nothing kept, nothing inserted
         assert statements == ["SELECT"] and count(db, "commands") == 2
+
+
+def test_a_ledger_keeps_the_thread_it_reads_or_creates_and_bounds_what_it_keeps(
+        ledger: Ledger, db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with Ledger(db) as other:
+        other.get_conversation(T, "conv-1")
+        other.create_conversation(T, "conv-2")
+        statements = _statements_of(other)
+        other.submit(T, "cmd-1", "conv-1", {"n": 1})
+        other.submit(T, "cmd-2", "conv-2", {"n": 2})
+        assert statements == ["INSERT", "INSERT"]  # both threads were kept: no read before either insert
+    monkeypatch.setattr(ledger_module, "MAX_KEPT_THREADS", 2)
+    with Ledger(db) as small:
+        for n in range(5):
+            small.create_conversation(T, f"conv-kept-{n}")
+            assert len(small._threads) <= 2
+
+
+def _changes_the_thread_after_each_read(ledger: Ledger, db: Path, times: int) -> list[str]:
+    """Make the ledger's next ``times`` reads of a conversation race a change of its thread."""
+    read, threads = ledger._thread_of, []
+    ledger._threads.clear()  # the fixture's create_conversation kept the thread: read it from now on
+
+    def racing(tenant_id: str, conversation_id: str) -> str:
+        thread = read(tenant_id, conversation_id)
+        if len(threads) < times:
+            threads.append(f"rebuilt-{len(threads)}")
+            with closing(sqlite3.connect(db, isolation_level=None)) as conn:
+                conn.execute("UPDATE conversations SET thread_id = ? WHERE conversation_id = ?",
+                             (threads[-1], conversation_id))
+        return thread
+    ledger._thread_of = racing  # type: ignore[method-assign]
+    return threads
+
+
+def test_a_thread_that_changes_during_the_call_is_read_again(ledger: Ledger, db: Path) -> None:
+    threads = _changes_the_thread_after_each_read(ledger, db, 2)
+    result = ledger.submit(T, "cmd-1", "conv-1", {"n": 1})  # read, changed; insert misses; read, changed; ...
+    assert result.created and result.record.thread_id == threads[-1] == ledger.get_command(T, "cmd-1").thread_id
+
+
+def test_a_thread_that_keeps_changing_gives_up_with_nothing_accepted(ledger: Ledger, db: Path) -> None:
+    _changes_the_thread_after_each_read(ledger, db, 1000)
+    with pytest.raises(LedgerError, match=r"changed its thread 3 times during this call; nothing was accepted"):
+        ledger.submit(T, "cmd-1", "conv-1", {"n": 1})
+    assert count(db, "commands") == 0
 
 
 def test_a_kept_thread_that_no_longer_matches_is_read_again(ledger: Ledger, db: Path) -> None:
@@ -662,32 +709,59 @@ def test_submit_twice_is_one_row_and_one_record(shared_ledger: Ledger, payload) 
 
 # --------------------------------------------------------------------------- benchmark
 def test_benchmark_small(tmp_path: Path) -> None:
-    out = benchmark_ledger(tmp_path, commands=30, processes=2, per_process=16, rounds=2)
+    out = benchmark_ledger(tmp_path, commands=30, processes=2, per_process=16, rounds=4, repeats=3)
     single, procs = out["single_writer"], out["processes"]
     assert out["synchronous"] == "FULL"
     assert single["rows_each"] == 30 and procs["rows_each"] == 32 and procs["processes"] == 2
+    assert single["repeats"] == 3 and procs["repeats"] == 4  # 3 blocks of rows; 4 rounds
     for part in (single, procs):
         assert part["ledger_per_s"] > 0 and part["plain_per_s"] > 0
-        assert part["ratio"] == pytest.approx(part["ledger_per_s"] / part["plain_per_s"])
-    assert single["sql_per_s"] > 0 and single["sql_ratio"] == pytest.approx(single["sql_per_s"] / single["plain_per_s"])
+        assert 0 < part["ratio_low"] <= part["ratio"] <= part["ratio_high"]
+    assert single["sql_per_s"] > 0 and single["sql_ratio_low"] <= single["sql_ratio"] <= single["sql_ratio_high"]
+    assert [row["ratio: median (range)"].count("(") for row in rows_for_table(out)] == [1, 1, 1]
+    with pytest.raises(ValueError, match="rounds must be >= 1"):
+        benchmark_ledger(tmp_path, rounds=0)
     with closing(sqlite3.connect(next(tmp_path.glob("bench-single-*.db")))) as conn:
         assert conn.execute("SELECT COUNT(*) FROM commands").fetchone()[0] == 100  # 2 x (20 warm-up + 30)
         assert conn.execute("SELECT COUNT(*) FROM plain").fetchone()[0] == 50
 
 
+def _pure_python_json(value, sort_keys: bool) -> str:
+    # iterencode() without _one_shot never takes the C encoder
+    options = json.JSONEncoder(sort_keys=sort_keys, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return "".join(options.iterencode(value))
+
+
 @FAST
 @given(json_value)
-def test_the_ledger_s_json_is_json_dumps_with_its_options(value) -> None:
-    """The encoders built once (C, when the interpreter has it) write exactly what json.dumps writes."""
+def test_the_ledger_s_json_is_the_pure_python_encoder_s(value) -> None:
+    """The encoders built once (C, when the interpreter has it) write what the pure-Python encoder writes."""
     for sort_keys in (False, True):
-        expected = json.dumps(value, sort_keys=sort_keys, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-        assert ledger_ids._ENCODERS[sort_keys](value) == expected
-    assert payload_json(value)[0] == json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+        assert ledger_ids._ENCODERS[sort_keys](value) == _pure_python_json(value, sort_keys)
+    assert payload_json(value)[0] == _pure_python_json(value, False)
 
 
-def test_utc_now_is_sqlite_s_datetime_now() -> None:
-    with closing(sqlite3.connect(":memory:")) as conn:
-        before = conn.execute("SELECT datetime('now')").fetchone()[0]
-        now = utc_now()
-        after = conn.execute("SELECT datetime('now')").fetchone()[0]
+def test_the_json_encoder_falls_back_to_pure_python(monkeypatch: pytest.MonkeyPatch) -> None:
+    sample = {"b": [1.5, -0.0, 10**30, None, (True,)], "a": "\u00e9\U0001f600\n"}
+    assert ledger_ids._ENCODERS[True].__name__ == "<lambda>"  # this interpreter has the C encoder, and it is used
+    monkeypatch.setattr(ledger_ids, "c_make_encoder", None)
+    for sort_keys in (False, True):
+        fallback = ledger_ids._json_encoder(sort_keys)
+        assert fallback.__name__ == "encode" and fallback(sample) == _pure_python_json(sample, sort_keys)
+
+
+def test_utc_now_is_sqlite_s_datetime_now(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ledger_module, "_this_second", (-1, ""))
+    try:
+        with monkeypatch.context() as zone:
+            if hasattr(time, "tzset"):  # UTC even where local time is not (gmtime, not localtime)
+                zone.setenv("TZ", "Asia/Tokyo")
+                time.tzset()
+            with closing(sqlite3.connect(":memory:")) as conn:
+                before = conn.execute("SELECT datetime('now')").fetchone()[0]
+                now = utc_now()
+                after = conn.execute("SELECT datetime('now')").fetchone()[0]
+    finally:
+        if hasattr(time, "tzset"):
+            time.tzset()  # the test process's own zone again
     assert before <= now <= after and len(now) == len("2026-12-01 03:00:00")
