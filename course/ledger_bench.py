@@ -177,9 +177,9 @@ def rows_for_table(result: dict[str, Any]) -> list[dict[str, str]]:
     """The benchmark as table rows (for ``course.bench`` and the CLI)."""
     rows = []
     procs = result["processes"]["processes"]
+    ratio_header = "ratio: median (range)"
     for name, label in (("single_writer", "single writer"), ("processes", f"{procs} processes")):
         part = result[name]
-        ratio_header = "ratio: median (range)"
         rows.append({"workload": label, "rows each": str(part["rows_each"]),
                      "ledger accepted/s": f"{part['ledger_per_s']:.0f}",
                      "INSERT OR IGNORE/s": f"{part['plain_per_s']:.0f}",

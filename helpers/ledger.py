@@ -29,7 +29,8 @@ Guarantees, as the tests in ``tests/helpers/test_ledger*.py`` check them
   when a page splits), and only a call that inserted nothing reads the stored row. Needs
   SQLite >= 3.24. A ``Ledger`` reads a conversation's thread once (``create_conversation``,
   ``get_conversation`` or the first ``submit`` there) and keeps it; a conversation changed
-  since (another thread, or gone) matches no insert and is read again. ``created_at`` is
+  since (another thread, or gone) matches no insert and is read again (at most 3 times,
+  then a ``LedgerError`` says that nothing was accepted and retrying is safe). ``created_at`` is
   when the call began (UTC, to the second) and ``seq`` the order of acceptance, so under
   contention a later ``seq`` can carry an earlier ``created_at``.
   The command row is its own outbox entry (its delivery columns and two partial indexes):
@@ -206,12 +207,12 @@ def submit_command(conn: sqlite3.Connection, tenant_id: str, command_id: str, co
 
     The INSERT is one statement, so on an autocommit connection (as the ledger's are) one
     transaction: it inserts the command unless the key exists, and only if the tenant has
-    this conversation on this thread. ``rowcount`` says
-    whether it inserted and ``lastrowid`` is the new ``seq``; the rest of the new row is
-    what the caller passed, so nothing is read back. It writes the row and its key and
-    nothing else: the next claim puts the command in its thread's queue. A call that
-    inserted nothing reads the stored row. The row is None when the tenant has no such
-    conversation (on that thread).
+    this conversation on this thread. ``rowcount`` says whether it inserted and ``lastrowid``
+    is the new ``seq``; the rest of the new row is what the caller passed, so nothing is read
+    back. It writes the row and its key and nothing else: the next claim puts the command in
+    its thread's queue. A call that inserted nothing checks the conversation and, if it
+    matches, reads the stored row. The row is None when the tenant has no such conversation
+    (on that thread).
     """
     cursor = conn.execute(
         "INSERT INTO commands (tenant_id, command_id, conversation_id, thread_id, run_id, fingerprint, payload,"
