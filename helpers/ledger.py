@@ -2,7 +2,7 @@
 
 The ledger sits *in front of* a LangGraph graph. It decides which client requests become a
 run, hands each accepted command to a dispatcher, and remembers the result, so a network
-retry never starts a second run and a "regenerate" (a new command) always does. Chapter 10
+retry never starts a second run and a "regenerate" (a new command) always does. Chapter 11
 shows :data:`SCHEMA` and :func:`submit_command` in cells; the rest is plumbing around them.
 
 Public API (everything is importable from here; parts live in ``helpers.ledger_ids``,

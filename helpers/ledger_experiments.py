@@ -1,4 +1,4 @@
-"""Experiments around the command ledger for chapter 10: races, crashes, leases, processes.
+"""Experiments around the command ledger for chapter 11: races, crashes, leases, processes.
 
 Plumbing, not the lesson: the graph and the ledger calls they exercise are shown in the
 chapter; these functions start threads and processes, inject crashes and count outcomes.
@@ -212,7 +212,7 @@ def crash_table(points: tuple[str, ...], *, dedupe: bool = True) -> list[dict[st
                 conn.close()
 
 
-CHILD_PRELOAD = ("helpers.ledger_service", "helpers.business_ids")  # what chapter 10's process server imports
+CHILD_PRELOAD = ("helpers.ledger_service", "helpers.business_ids")  # what chapter 11's process server imports
 
 
 def run_dispatchers(server: preloaded_processes.ProcessServer, directory: str | Path, count: int = 2, *,

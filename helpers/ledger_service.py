@@ -1,4 +1,4 @@
-"""The command ledger in front of a real graph: a tiny chat API and its dispatcher (chapter 10).
+"""The command ledger in front of a real graph: a tiny chat API and its dispatcher (chapter 11).
 
 :class:`ChatService` is what an HTTP handler of the travel assistant and its worker would
 do, without HTTP. Requests only *submit*:
