@@ -1,8 +1,9 @@
 """Small tools for chapter 10 (business IDs): ID properties, PII footprints, runtime IDs, a loopback API.
 
 * :func:`uuid_properties` mints uuid4 (``uuid.uuid4``), uuid7 (the pinned ``uuid6``
-  package; Python 3.11 has none) and uuid5 (``uuid.uuid5``) IDs and *measures* their properties (random bits, sorted by creation, embedded time,
-  deterministic), never printing raw values; :func:`uuid7_burst` shows how far ahead of the
+  package; Python 3.11 has none) and uuid5 (``uuid.uuid5``) IDs and *measures* their
+  properties (random bits, sorted by creation, embedded time, deterministic), never
+  printing raw values; :func:`uuid7_burst` shows how far ahead of the
   clock the pinned ``uuid6`` package pushes uuid7 timestamps when many are minted at once.
 * :func:`pii_footprint` counts, per table and column of a SQLite file, the rows whose text
   contains a given string (e.g. an e-mail address someone put into a ``thread_id``).
@@ -43,13 +44,13 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import ExecutionInfo, Runtime
 from langgraph.types import RetryPolicy
-
 from uuid6 import uuid7
 
 from helpers import preloaded_processes
 
-__all__ = ["ACCEPT_SCHEMA", "HoldState", "LoopbackApi", "SlowSqliteSaver", "TransientError", "build_hold_graph", "crash_inside_hold",
-           "label_values", "open_commands_table", "pii_footprint", "uuid7_burst", "uuid_properties"]
+__all__ = ["ACCEPT_SCHEMA", "ID_NAMESPACE", "HoldState", "LoopbackApi", "SlowSqliteSaver", "TransientError",
+           "build_hold_graph", "crash_inside_hold", "label_values", "open_commands_table", "pii_footprint",
+           "uuid7_burst", "uuid_properties"]
 
 # ----------------------------------------------------------------------------- uuids
 def _embedded_ms(value: str) -> int:
