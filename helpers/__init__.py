@@ -33,7 +33,7 @@ and what it holds. ``tests/course/test_architecture.py`` keeps the chapter lists
     ledger_experiments      11        races, crashes and leases around the ledger, for chapter 11
     ledger_ids              —         the ledger's ID validation and payload fingerprints
     ledger_records          —         the ledger's errors and records
-    ledger_service          11        the ledger in front of a real chat graph, and its dispatcher CLI
+    ledger_service          10 11     the ledger in front of a real chat graph, and its dispatcher CLI
     multitask               13        double-texting on the Agent Server, made deterministic
     namespaces              05        the trip planner's nested subgraphs (saved from 05), namespace views
     preloaded_processes     07 10 11 12  child processes forked from a server that imported LangGraph once
