@@ -289,7 +289,8 @@ class LoopbackApi:
 
         self._server = Server(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}/commands"
-        self._thread = threading.Thread(target=self._server.serve_forever, name="loopback-api", daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
+                                        name="loopback-api", daemon=True)
         self._thread.start()
 
     def close(self) -> bool:
