@@ -37,7 +37,7 @@ and what it holds. ``tests/course/test_architecture.py`` keeps the chapter lists
     multitask               13        double-texting on the Agent Server, made deterministic
     namespaces              05        the trip planner's nested subgraphs (saved from 05), namespace views
     preloaded_processes     07 10 11 12  child processes forked from a server that imported LangGraph once
-    processes               00 01 03 10  real child Python processes (fresh interpreters)
+    processes               00 01 03  real child Python processes (fresh interpreters)
     serializer_safety       12        custom types in state, the msgpack allowlist, the advisories
     servers                 12 13     a private PostgreSQL and a local Agent Server, always stopped
     state_growth            12        trimming, summaries, references instead of content
