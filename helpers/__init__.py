@@ -14,7 +14,7 @@ and what it holds. ``tests/course/test_architecture.py`` keeps the chapter lists
     appendix_graphs         13        a graph that stays busy until a test or cell releases it
     approval_workflow       07 13     the booking-approval workflow with interrupts (saved from 07)
     booking_crashes         06        real crashes in forks of the kernel: lost writes, idempotency keys
-    business_ids            10 11     ID properties, personal-data footprints, the hold graph
+    business_ids            10        ID properties, personal-data footprints, the hold graph, a loopback API
     checkpoint_anatomy      02        structural views of a checkpoint and of a saver's tables
     checkpoint_ids          04        uuid6 checkpoint IDs read field by field; the parent chain
     checkpoints             02 03 04 05 06 09 10 11 12  history tables with stable labels (C0, C1, …)
@@ -27,10 +27,10 @@ and what it holds. ``tests/course/test_architecture.py`` keeps the chapter lists
     explorer                09        the interactive checkpoint explorer (ipywidgets)
     fare_lookup_graphs      06        the lookup and booking graphs (saved from 06), stand-in services
     history_tree            09        a thread's history as a tree: edges, lanes, a plot
-    ledger                  10 11     the SQLite command ledger: tables and submit saved from 10
+    ledger                  11        the SQLite command ledger: tables and submit saved from 11
     ledger_connections      —         the ledger's connection pool; a locked database as an error
     ledger_delivery         —         leases, fencing, heartbeats, dead letters, dispatchers
-    ledger_experiments      10 11     races, crashes and leases around the ledger, for chapter 11
+    ledger_experiments      11        races, crashes and leases around the ledger, for chapter 11
     ledger_ids              —         the ledger's ID validation and payload fingerprints
     ledger_records          —         the ledger's errors and records
     ledger_service          10 11     the ledger in front of a real chat graph, and its dispatcher CLI
@@ -42,7 +42,7 @@ and what it holds. ``tests/course/test_architecture.py`` keeps the chapter lists
     servers                 12 13     a private PostgreSQL and a local Agent Server, always stopped
     state_growth            12        trimming, summaries, references instead of content
     step_timeline           03        the booking flow (saved from 03) and super-steps made visible
-    tenancy                 05        one opaque thread per owned conversation, with an access check
+    tenancy                 05 10     one opaque thread per owned conversation, with an access check
     text_tables             02 03 04 05 06 07 08 10 11 12 13  plain-text tables for notebooks
     travel_graphs           01 02 04 05 09 10 11 12 13  the running example: chat graph (saved from 01)
 """
