@@ -144,12 +144,25 @@ def _regenerate_scenarios() -> list[tuple[str, _Drafts]]:
     edited.graph.update_state(tree.config("C2"), {"messages": [HumanMessage("Actually, make that a middle seat")]})
     edited.say("t", "Which seat did I ask for?")
     scenarios.append(("a thread edited with update_state", edited))
+    side = _Drafts()
+    side.say("t", "I'd like a window seat")
+    side.say("t", "Which seat did I ask for?")
+    tree = history_tree(side.graph, _config("t"))
+    # an edit on a side branch that waits for reply (newer than the head branch's C4) ...
+    side.graph.update_state(tree.config("C2"), {"messages": [HumanMessage("Actually, make that a middle seat")]},
+                            as_node="__start__")
+    # ... then the head branch's last answer corrected in place, which makes that branch the head again
+    answer = side.graph.get_state(tree.config("C5")).values["messages"][-1]
+    side.graph.update_state(tree.config("C5"), {"messages": [AIMessage("You asked for a window seat.", id=answer.id)]},
+                            as_node="reply")
+    scenarios.append(("a thread with a newer side branch that waits for reply", side))
     return scenarios
 
 
 @exercise("09.2")
 def check_regenerate_from(func: Any) -> str:
-    for name, case in _regenerate_scenarios():
+    scenarios = _regenerate_scenarios()
+    for name, case in scenarios:
         graph, config = case.graph, _config("t")
         head = graph.get_state(config)
         chosen = call_answer(func, graph, config, what="regenerate_from(graph, config)")
@@ -180,7 +193,7 @@ def check_regenerate_from(func: Any) -> str:
         old, new = _lines(head.values["messages"]), _lines(result["messages"])
         if case.calls["reply"] - before != 1 or new[:-1] != old[:-1] or new[-1] == old[-1]:
             raise Fail(f"on {name}: replaying from {label} did not give exactly one new draft of the last answer")
-    return "the last answer was regenerated on 5 differently shaped threads"
+    return f"the last answer was regenerated on {len(scenarios)} differently shaped threads"
 
 
 # --------------------------------------------------------------------------- 09.3

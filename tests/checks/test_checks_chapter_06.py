@@ -70,6 +70,18 @@ WRONG_ANSWERS = {
 }
 
 
+# what a learner gets by pasting the nearest visible cell (or reading a visible table) into the exercise cell
+COPY_ATTACKS = {
+    "06.1": [(({"lookup_seat": 1, "lookup_fare": 2, "lookup_bags": 1, "price_trip": 1},),
+              "the counts of section 'Predict, then run: resume the failed step' (seat 1, fare 2), one per node")],
+    "06.2": [((_diagnose_full_repr,), "the table cell of section 'get_state() shows which task failed' (t.error)")],
+    "06.3": [((lambda state, info: f"{info.thread_id}/{info.task_id}",),
+              "cell 'task_key' of section 'A task ID does not survive every crash'"),
+             ((lambda state, info: str(uuid.uuid4()),),
+              "cell 'record_ids' of section 'Which IDs could go into the key?'")],
+}
+
+
 def test_reference_answers_pass():
     def diagnose(snapshot):
         return {"failed": {t.name: str(t.error).split("(", 1)[0] for t in snapshot.tasks if t.error is not None},
@@ -81,3 +93,12 @@ def test_reference_answers_pass():
         == PASSED
     # the thread may be part of the key: it is the same in every attempt at one request
     assert evaluate("06.3", lambda state, info: f"{info.thread_id}/{state['command_id']}/book_seat").status == PASSED
+
+
+def test_every_exercise_has_copy_attacks_and_they_fail():
+    """Issue 23 item 4: pasting the nearest visible cell (or reading a visible table) must not pass."""
+    assert set(COPY_ATTACKS) == set(WRONG_ANSWERS)
+    for exercise_id, attacks in COPY_ATTACKS.items():
+        assert attacks, exercise_id
+        for args, pasted in attacks:
+            assert evaluate(exercise_id, *args).status != PASSED, f"{exercise_id}: {pasted} passes"

@@ -118,6 +118,18 @@ WRONG_ANSWERS = {
 }
 
 
+# what a learner gets by pasting the nearest visible cell (or reading a visible output) into the exercise cell
+COPY_ATTACKS = {
+    "09.1": [(({"C9": ("fork", 4, "C4"), "C10": ("loop", 5, "C6"), "messages": 4, "reply_calls": 1},),
+              "trip-1's replay from C4 (C6, C7) in section 'Predict, then run: regenerate the last answer'")],
+    "09.2": [((lambda graph, config: next(s for s in graph.get_state_history(config) if s.next == ("reply",)).config,),
+              "cell 'before_answer' of section 'Predict, then run: regenerate the last answer'")],
+    "09.3": [((lambda graph, config, is_bad: next((n.label for n in history_tree(graph, config).branch()
+                                                   if is_bad(n.values)), None),),
+              "the audit loop of section 'History as an audit trail' (the first bad checkpoint)")],
+}
+
+
 def test_right_prediction_passes_and_lists_are_fine():
     assert evaluate("09.1", RIGHT_PREDICTION).status == PASSED
     as_lists = {**RIGHT_PREDICTION, "C9": ["fork", 4, "C4"], "C10": ["loop", 5, "C9"]}
@@ -146,3 +158,12 @@ def test_a_replay_from_the_original_checkpoint_also_counts_as_regenerating():
         return dict(branch[last_input + 1].config)
 
     assert evaluate("09.2", oldest_of_the_last_turn).status == PASSED
+
+
+def test_every_exercise_has_copy_attacks_and_they_fail():
+    """Issue 23 item 4: pasting the nearest visible cell (or reading a visible table) must not pass."""
+    assert set(COPY_ATTACKS) == set(WRONG_ANSWERS)
+    for exercise_id, attacks in COPY_ATTACKS.items():
+        assert attacks, exercise_id
+        for args, pasted in attacks:
+            assert evaluate(exercise_id, *args).status != PASSED, f"{exercise_id}: {pasted} passes"
