@@ -31,9 +31,10 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
 from . import cheatsheet
+from .generated_cells import GeneratedCellError, regenerate
 from .jupyter_kernels import IpcKernelManager
 from .layout import SOLUTIONS, chapters, learner_path, shown
-from .learner_copies import SolutionMarkupError, hide_outputs, make_learner_copy
+from .learner_copies import GATED_METADATA, SolutionMarkupError, hide_outputs, make_learner_copy
 from .notebook_format import annotate, dumps, ignore_reason, normalize
 
 CELL_TIMEOUT = 120
@@ -73,10 +74,11 @@ def load_solution(path: Path) -> nbformat.NotebookNode:
         nbformat.validate(nb)
     except Exception as exc:  # JSON errors, schema errors, unreadable files
         raise BuildError(f"{shown(path)} is not a valid notebook: {(str(exc).splitlines() or [repr(exc)])[0]}") from exc
-    annotate(nb, path.stem)
     try:
+        regenerate(nb, path)  # the banner and the chapter links, written afresh
+        annotate(nb, path.stem)
         make_learner_copy(nb)
-    except SolutionMarkupError as exc:
+    except (SolutionMarkupError, GeneratedCellError) as exc:
         raise BuildError(f"{shown(path)}: {exc}") from exc
     return nb
 
@@ -109,11 +111,30 @@ def build_pair(path_text: str) -> Built:
     solution = load_solution(path)
     learner = make_learner_copy(solution)
     try:
-        texts = {path: dumps(execute(solution, path.parent)),
+        executed = execute(solution, path.parent)
+        shown_values = displayed_values_of_gated_cells(executed, learner)
+        if shown_values:
+            return Built(path.stem, {}, time.perf_counter() - started,
+                         f"cell(s) {', '.join(shown_values)} answer an exercise and end in an expression whose value "
+                         "IPython displays; the learner copy runs them under `if check.revealed(...)`, where "
+                         "it would not be displayed: print or display() it explicitly")
+        texts = {path: dumps(executed),
                  learner_path(path): dumps(hide_outputs(execute(learner, learner_path(path).parent)))}
     except CellExecutionError as exc:
         return Built(path.stem, {}, time.perf_counter() - started, _first_lines(str(exc)))
     return Built(path.stem, texts, time.perf_counter() - started)
+
+
+def displayed_values_of_gated_cells(executed_solution: nbformat.NotebookNode,
+                                    learner: nbformat.NotebookNode) -> list[str]:
+    """Ids of the cells the learner copy gates whose executed solution shows an ``Out[]`` value.
+
+    IPython displays the value of a cell's last expression only at the top level, not inside
+    the ``if`` of a gate: the learner would miss that output once revealed.
+    """
+    gated = {c.id for c in learner.cells if c.metadata.get("course", {}).get(GATED_METADATA)}
+    return [c.id for c in executed_solution.cells if c.id in gated
+            and any(o.get("output_type") == "execute_result" for o in c.get("outputs", []))]
 
 
 def keep_recorded_measurements(text: str, path: Path) -> str:
