@@ -7,6 +7,9 @@
     python -m course.build --restamp  # only re-normalize the stored notebooks (no execution)
 
 It also rewrites CHEATSHEET.md from the chapters' "LangGraph API in this chapter" boxes.
+Every solution gets the cells the build generates (:mod:`course.generated_cells`: the
+solutions banner, the chapter links), written afresh on each build; a learner copy gates
+the cells that show an exercise's answer (:mod:`course.learner_copies`).
 
 solutions/ is the only source. The build reads every selected solution first and stops,
 naming the file, if one is not a valid notebook or has broken solution markers; nothing
@@ -67,13 +70,22 @@ def select(names: list[str], folder: Path | None = None) -> list[Path]:
     return chosen
 
 
-def load_solution(path: Path) -> nbformat.NotebookNode:
-    """Read, validate and annotate one solution; BuildError names the file on failure."""
+def read_solution(path: Path) -> nbformat.NotebookNode:
+    """Read and validate one solution; BuildError names the file on failure."""
     try:
         nb = nbformat.read(path, as_version=4)
         nbformat.validate(nb)
     except Exception as exc:  # JSON errors, schema errors, unreadable files
         raise BuildError(f"{shown(path)} is not a valid notebook: {(str(exc).splitlines() or [repr(exc)])[0]}") from exc
+    return nb
+
+
+def load_solution(path: Path) -> nbformat.NotebookNode:
+    """Read, validate and annotate one solution, with its generated cells written afresh.
+
+    BuildError names the file on failure.
+    """
+    nb = read_solution(path)
     try:
         regenerate(nb, path)  # the banner and the chapter links, written afresh
         annotate(nb, path.stem)
@@ -182,6 +194,8 @@ def main(argv: list[str] | None = None) -> int:
         return restamp_command(args)
     try:
         paths = select(args.chapters)
+        for path in paths:  # a broken file is named first, not as a neighbour another chapter links to
+            read_solution(path)
         for path in paths:  # validate everything before executing or writing anything
             load_solution(path)
     except BuildError as exc:

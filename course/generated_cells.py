@@ -71,8 +71,8 @@ def title_of(path: Path) -> str:
     """The title of the chapter at ``path`` (read as plain JSON: cheap for a neighbour)."""
     try:
         title = chapter_title(json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, ValueError) as exc:
-        raise GeneratedCellError(f"cannot read the title of {path.name}: {exc}") from exc
+    except (OSError, ValueError, AttributeError, TypeError) as exc:  # not JSON, or JSON but not a notebook
+        raise GeneratedCellError(f"cannot read the title of {path.name} (to link to it): {exc}") from exc
     if title is None:
         raise GeneratedCellError(f"{path.name} has no title cell '# NN · Name' to link to")
     return title

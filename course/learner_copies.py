@@ -198,6 +198,7 @@ def gate(text: str, exercise_id: str) -> str:
     try:
         tree = _parse(result)
         same = ast.dump(ast.Module(body=tree.body[-1].body, type_ignores=[])) == ast.dump(original)
+        compile(result, "<cell>", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
     except (SyntaxError, AttributeError, IndexError):
         same = False
     if not same:
