@@ -104,9 +104,9 @@ def banner_text(path: Path) -> str:
 
 
 def generated_cell(kind: str, text: str) -> Any:
-    cell = nbformat.v4.new_markdown_cell(text, id=f"course-{kind}")
-    cell.metadata["course"] = {GENERATED: kind}
-    return cell
+    # built directly: nbformat.v4.new_markdown_cell validates each new cell, slowly
+    return nbformat.from_dict({"cell_type": "markdown", "id": f"course-{kind}",
+                               "metadata": {"course": {GENERATED: kind}}, "source": text})
 
 
 def strip_handwritten_next(nb: Any) -> None:

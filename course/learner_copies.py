@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import functools
 import re
 import textwrap
 from typing import Any
@@ -234,12 +235,15 @@ def _loaded_names(tree: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
-def _python_of(cell: Any) -> ast.Module | None:
-    text = "\n".join(line for line in source(cell).splitlines() if not line.lstrip().startswith(("%", "!")))
+@functools.lru_cache(maxsize=4096)
+def _names_of(text: str) -> tuple[frozenset[str], frozenset[str]] | None:
+    """(names bound at module level, names read) of a cell's Python; None if it does not parse."""
+    python = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith(("%", "!")))
     try:
-        return _parse(text)
+        tree = _parse(python)
     except SyntaxError:
         return None
+    return frozenset(_bound_names(tree)), frozenset(_loaded_names(tree))
 
 
 def check_gate_is_safe(cells: list[Any], index: int, exercises: list[str]) -> None:
@@ -256,22 +260,21 @@ def check_gate_is_safe(cells: list[Any], index: int, exercises: list[str]) -> No
     if not any(c.get("cell_type") == "code" and CHECK_IMPORT.search(source(c)) for c in cells[:index]):
         raise GateError(f"the cell answering exercise {exercise_id} is gated by `check.revealed`: import "
                         "`from helpers.checks import check` in the setup cell")
-    tree = _python_of(cells[index])
-    pending = _bound_names(tree) if tree is not None else set()
+    names = _names_of(source(cells[index]))
+    pending = set(names[0]) if names else set()
     for later in cells[index + 1:]:
         if not pending:
             return
-        if later.get("cell_type") != "code":
+        names = _names_of(source(later)) if later.get("cell_type") == "code" else None
+        if names is None:
             continue
-        later_tree = _python_of(later)
-        if later_tree is None:
-            continue
-        used = pending & _loaded_names(later_tree) - _bound_names(later_tree)
+        bound, loaded = names
+        used = pending & (loaded - bound)
         if used:
             raise GateError(f"a later cell reads {', '.join(sorted(used))}, set by the cell answering exercise "
                             f"{exercise_id}; in the learner copy that cell runs only after the exercise is "
                             "solved, so set those names in the later cell (or an earlier one) instead")
-        pending -= _bound_names(later_tree)
+        pending -= bound
 
 
 def reveal_summary(hidden_reason: str) -> str:
