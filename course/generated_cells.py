@@ -11,8 +11,9 @@
 Both are marked ``course.generated = "banner" | "nav"`` in their metadata. :func:`regenerate`
 removes every generated cell and writes them again, so the build is idempotent, and a
 solution edited elsewhere (say, a content branch written before these cells existed) gets
-them back at the next build. A hand-written ``Next: [...]`` paragraph at the end of a chapter
-(the old skeleton) is removed: the links cell replaces it.
+them back at the next build. A hand-written ``Next: [...]`` line at the end of a chapter (the
+old skeleton; also "This is the last chapter ...") is removed, with the rest of its
+paragraph: the links cell replaces it.
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ COURSE_MAP_HEADING = "Course map"  # the README section that lists every chapter
 BANNER_TEXT = ("**This is the solutions copy: every exercise is solved here.** Your own work goes in "
                "[{folder}/{name}](../{folder}/{name}).")
 TITLE = re.compile(r"^# (\d\d · .+?)\s*$", re.MULTILINE)
-HANDWRITTEN_NEXT = re.compile(r"(?:\A|\n\n)Next: [^\n]*(?:\n(?!\n)[^\n]*)*\s*\Z")
+# the old skeleton's last line(s): "Next: [chapter 07, ...](07_x.ipynb)." or "This is the last chapter: ..."
+HANDWRITTEN_NEXT = re.compile(r"(?:\A|\n)(?:Next: |This is the last chapter)[^\n]*(?:\n(?!\n)[^\n]*)*\s*\Z")
 
 
 class GeneratedCellError(ValueError):
@@ -110,7 +112,10 @@ def generated_cell(kind: str, text: str) -> Any:
 
 
 def strip_handwritten_next(nb: Any) -> None:
-    """Remove a ``Next: [...]`` paragraph ending the chapter's last markdown cell (in place)."""
+    """Remove a ``Next: [...]`` line (and what follows it in its paragraph) ending the chapter (in place).
+
+    Only at the very end of the last markdown cell: a "Next:" elsewhere is the author's.
+    """
     written = [c for c in nb.cells if c.cell_type == "markdown" and not generated_kind(c)]
     if not written:
         return

@@ -127,6 +127,11 @@ def test_a_new_chapter_gets_links_without_editing_anything(tmp_path):
 @pytest.mark.parametrize("text,expected", [
     ("Key points.\n\nNext: [chapter 07, interrupts](07_interrupts.ipynb).", "Key points."),
     ("Key points.\n\nNext: [chapter 02](02_x.ipynb): what a checkpoint\nholds.\n", "Key points."),
+    ("- a point\n\n**Read more:** [a](b),\n[c](d).\nNext: [chapter 16](16_x.ipynb), the capstone,\nserved too.",
+     "- a point\n\n**Read more:** [a](b),\n[c](d)."),
+    ("Read more: [a](b).\nThis is the last chapter: the README's course map shows where to go back to.",
+     "Read more: [a](b)."),
+    ("Key points.\n\nNext: [a](b.ipynb)\n\nA paragraph after it stays, and so does the Next line.", None),
     ("Key points.\n\nNext time, read the docs.\n\nMore.", None),
     ("Key points. Next: [a](b.ipynb)", None),
 ])
