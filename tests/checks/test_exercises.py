@@ -39,14 +39,22 @@ def all_wrong_answers():
     return cases
 
 
-def all_copy_attacks():
-    """exercise id -> [(args, what was pasted)], from each chapter's ``COPY_ATTACKS``."""
-    cases = {}
+def copy_attack_modules():
+    """chapter number ("06") -> that chapter's ``COPY_ATTACKS`` (``{}`` where it has none yet)."""
+    found = {}
     for info in pkgutil.iter_modules([str(TESTS)]):
         if info.name.startswith("test_checks_chapter_"):
             module = importlib.import_module(f"{__package__}.{info.name}")
-            for exercise, attacks in getattr(module, "COPY_ATTACKS", {}).items():
-                cases.setdefault(exercise, []).extend(attacks)
+            found[info.name.removeprefix("test_checks_chapter_")] = getattr(module, "COPY_ATTACKS", {})
+    return found
+
+
+def all_copy_attacks():
+    """exercise id -> [(args, what was pasted)], from each chapter's ``COPY_ATTACKS``."""
+    cases = {}
+    for attacks in copy_attack_modules().values():
+        for exercise, entries in attacks.items():
+            cases.setdefault(exercise, []).extend(entries)
     return cases
 
 
@@ -167,3 +175,12 @@ def test_every_exercise_has_a_copy_attack(path):
     missing = [e for e in exercises_of(path) if not cases.get(e)]
     assert not missing, (f"add COPY_ATTACKS entries in tests/checks/test_checks_chapter_{path.stem[:2]}.py for "
                          f"{missing}: {{'NN.k': [(args_tuple, \"what was pasted, e.g. cell 'x' of section Y\")]}}")
+
+
+def test_copy_attacks_name_exercises_of_their_own_chapter():
+    """A key that names no exercise would pass vacuously (an unknown id never says 'passed'),
+    e.g. after a chapter is renumbered."""
+    known = {e for p in SOLUTIONS for e in exercises_of(p)}
+    stray = sorted(f"test_checks_chapter_{chapter}.py: {exercise}" for chapter, attacks in copy_attack_modules().items()
+                   for exercise in attacks if exercise not in known or not exercise.startswith(chapter + "."))
+    assert not stray, f"COPY_ATTACKS keys that are not an exercise of that chapter: {stray}"
