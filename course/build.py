@@ -7,6 +7,9 @@
     python -m course.build --restamp  # only re-normalize the stored notebooks (no execution)
 
 It also rewrites CHEATSHEET.md from the chapters' "LangGraph API in this chapter" boxes.
+Every solution gets the cells the build generates (:mod:`course.generated_cells`: the
+solutions banner, the chapter links), written afresh on each build; a learner copy gates
+the cells that show an exercise's answer (:mod:`course.learner_copies`).
 
 solutions/ is the only source. The build reads every selected solution first and stops,
 naming the file, if one is not a valid notebook or has broken solution markers; nothing
@@ -31,9 +34,10 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
 from . import cheatsheet
+from .generated_cells import GeneratedCellError, regenerate
 from .jupyter_kernels import IpcKernelManager
 from .layout import SOLUTIONS, chapters, learner_path, shown
-from .learner_copies import SolutionMarkupError, hide_outputs, make_learner_copy
+from .learner_copies import GATED_METADATA, SolutionMarkupError, hide_outputs, make_learner_copy
 from .notebook_format import annotate, dumps, ignore_reason, normalize
 
 CELL_TIMEOUT = 120
@@ -66,17 +70,27 @@ def select(names: list[str], folder: Path | None = None) -> list[Path]:
     return chosen
 
 
-def load_solution(path: Path) -> nbformat.NotebookNode:
-    """Read, validate and annotate one solution; BuildError names the file on failure."""
+def read_solution(path: Path) -> nbformat.NotebookNode:
+    """Read and validate one solution; BuildError names the file on failure."""
     try:
         nb = nbformat.read(path, as_version=4)
         nbformat.validate(nb)
     except Exception as exc:  # JSON errors, schema errors, unreadable files
         raise BuildError(f"{shown(path)} is not a valid notebook: {(str(exc).splitlines() or [repr(exc)])[0]}") from exc
-    annotate(nb, path.stem)
+    return nb
+
+
+def load_solution(path: Path) -> nbformat.NotebookNode:
+    """Read, validate and annotate one solution, with its generated cells written afresh.
+
+    BuildError names the file on failure.
+    """
+    nb = read_solution(path)
     try:
+        regenerate(nb, path)  # the banner and the chapter links, written afresh
+        annotate(nb, path.stem)
         make_learner_copy(nb)
-    except SolutionMarkupError as exc:
+    except (SolutionMarkupError, GeneratedCellError) as exc:
         raise BuildError(f"{shown(path)}: {exc}") from exc
     return nb
 
@@ -109,11 +123,30 @@ def build_pair(path_text: str) -> Built:
     solution = load_solution(path)
     learner = make_learner_copy(solution)
     try:
-        texts = {path: dumps(execute(solution, path.parent)),
+        executed = execute(solution, path.parent)
+        shown_values = displayed_values_of_gated_cells(executed, learner)
+        if shown_values:
+            return Built(path.stem, {}, time.perf_counter() - started,
+                         f"cell(s) {', '.join(shown_values)} answer an exercise and end in an expression whose value "
+                         "IPython displays; the learner copy runs them under `if check.revealed(...)`, where "
+                         "it would not be displayed: print or display() it explicitly")
+        texts = {path: dumps(executed),
                  learner_path(path): dumps(hide_outputs(execute(learner, learner_path(path).parent)))}
     except CellExecutionError as exc:
         return Built(path.stem, {}, time.perf_counter() - started, _first_lines(str(exc)))
     return Built(path.stem, texts, time.perf_counter() - started)
+
+
+def displayed_values_of_gated_cells(executed_solution: nbformat.NotebookNode,
+                                    learner: nbformat.NotebookNode) -> list[str]:
+    """Ids of the cells the learner copy gates whose executed solution shows an ``Out[]`` value.
+
+    IPython displays the value of a cell's last expression only at the top level, not inside
+    the ``if`` of a gate: the learner would miss that output once revealed.
+    """
+    gated = {c.id for c in learner.cells if c.metadata.get("course", {}).get(GATED_METADATA)}
+    return [c.id for c in executed_solution.cells if c.id in gated
+            and any(o.get("output_type") == "execute_result" for o in c.get("outputs", []))]
 
 
 def keep_recorded_measurements(text: str, path: Path) -> str:
@@ -161,6 +194,8 @@ def main(argv: list[str] | None = None) -> int:
         return restamp_command(args)
     try:
         paths = select(args.chapters)
+        for path in paths:  # a broken file is named first, not as a neighbour another chapter links to
+            read_solution(path)
         for path in paths:  # validate everything before executing or writing anything
             load_solution(path)
     except BuildError as exc:

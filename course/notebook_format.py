@@ -6,7 +6,9 @@ Conventions every chapter follows (solutions/ is the source, notebooks/ is gener
 * the check cell right after it calls ``check("NN.k", ...)``;
 * a cell tagged ``solution`` (e.g. a worked explanation) exists only in solutions/;
 * a cell whose output nbval must not compare starts with ``# nbval-ignore-output: <reason>``;
-* the first code cell is the setup cell (imports), which the benchmark times separately.
+* the first code cell is the setup cell (imports), which the benchmark times separately;
+* a cell with ``course.generated`` metadata is written by the build (the solutions banner,
+  the chapter links): edit :mod:`course.generated_cells`, not the cell.
 
 The build writes cell metadata ``course.role`` (setup / exercise / check) and
 ``course.exercise``, and notebook metadata ``course`` (chapter, slug, title, minutes,
@@ -24,6 +26,7 @@ import nbformat
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 CHECK_CALL = re.compile(r"""\bcheck\(\s*["'](\d\d\.\d+)["']""")
 IGNORE_MARKER = "# nbval-ignore-output:"
+GENERATED = "generated"  # key in a cell's ``course`` metadata: the build writes this cell
 MINUTES = re.compile(r"\*\*Time:?\*\*:?\s*(\d+)\s*min", re.IGNORECASE)
 VOLATILE_CELL_METADATA = ("execution", "ExecuteTime", "collapsed", "scrolled", "jupyter")
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
@@ -39,6 +42,13 @@ LANGUAGE_INFO = {
     "pygments_lexer": "ipython3",
     "version": f"{sys.version_info.major}.{sys.version_info.minor}",
 }
+
+
+def generated_kind(cell: Any) -> str | None:
+    """``"banner"`` or ``"nav"`` for a cell the build writes (:mod:`course.generated_cells`), else None."""
+    course = cell.get("metadata", {}).get("course")
+    kind = course.get(GENERATED) if isinstance(course, dict) else None
+    return kind if isinstance(kind, str) and kind else None
 
 
 def source(cell: Any) -> str:
@@ -71,12 +81,18 @@ def annotate(nb: Any, slug: str) -> Any:
     """Derive cell ids and course roles; set notebook ``course`` metadata (in place).
 
     Ids are recomputed on every build (``setup``, ``exercise-01-2``, ``check-01-2``,
-    ``cell-007``), so they never depend on who last edited the notebook.
+    ``cell-007``), so they never depend on who last edited the notebook. A cell the build
+    generates (``course.generated``, e.g. the solutions banner) keeps its marker, gets the id
+    ``course-<kind>`` and is not counted, so adding one renames no other cell.
     """
-    first_code = True
+    first_code, number = True, 0
     for index, cell in enumerate(nb.cells):
+        kind = generated_kind(cell)
+        if kind:  # the build's own cells keep their marker; they do not shift the others' ids
+            cell.metadata["course"], cell["id"] = {GENERATED: kind}, f"course-{kind}"
+            continue
         cell.metadata.pop("course", None)
-        cell["id"] = f"cell-{index:03d}"
+        cell["id"], number = f"cell-{number:03d}", number + 1
         if cell.cell_type != "code":
             continue
         if first_code:

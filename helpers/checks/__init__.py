@@ -17,9 +17,11 @@ from .protocol import (
     exercise,
     expect_keys,
     expect_type,
+    revealed,
 )
 
 __all__ = [
     "FAILED", "MIME_TYPE", "NOT_ATTEMPTED", "PASSED", "CheckResult", "Fail", "NotAttempted",
     "call_answer", "check", "evaluate", "exercise", "expect_keys", "expect_type",
+    "revealed",
 ]

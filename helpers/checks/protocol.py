@@ -9,6 +9,11 @@ A chapter module (``helpers/checks/chapter_01.py``) registers one checker per ex
 :func:`exercise`. A checker returns a short success message, or raises :class:`Fail` with a
 hint that tells the learner what to try next. The stub the learner starts from is ``...``
 (Ellipsis): an answer that is, or returns, ``...`` counts as "not attempted yet".
+
+The kernel remembers which exercises :func:`check` has seen pass. A learner copy's cell that
+shows an exercise's answer runs only ``if check.revealed("06.1"):`` (the build writes that
+line, :mod:`course.learner_copies`): until the check has passed, :func:`revealed` prints one
+line saying so, and Run All gives nothing away.
 """
 
 from __future__ import annotations
@@ -23,6 +28,9 @@ PASSED, FAILED, NOT_ATTEMPTED = "passed", "failed", "not-attempted"
 
 Checker = Callable[..., "str | None"]
 _REGISTRY: dict[str, Checker] = {}
+_PASSED_IN_THIS_KERNEL: set[str] = set()
+NOT_REVEALED = ("This cell shows the answer to exercise {exercise}: run its check until it passes, "
+                "then run this cell again.")
 
 
 class Fail(Exception):
@@ -148,12 +156,31 @@ def evaluate(exercise_id: str, *answers: Any) -> CheckResult:
 def check(exercise_id: str, *answers: Any) -> None:
     """Check an answer and show the result (one line plus the grader's JSON)."""
     result = evaluate(exercise_id, *answers)
+    if result.status == PASSED:
+        _PASSED_IN_THIS_KERNEL.add(exercise_id)
     try:
         from IPython.display import display
 
         display(result.to_bundle(), raw=True)
     except Exception:  # outside IPython, or a broken display hook: plain print still informs
         print(result.line)
+
+
+def revealed(exercise_id: str) -> bool:
+    """True once ``check(exercise_id, ...)`` has passed in this kernel (process).
+
+    Otherwise it prints one line, :data:`NOT_REVEALED`, and returns False: a cell written as
+    ``if check.revealed("06.1"):`` shows exercise 06.1's answer only after the learner's own
+    answer has passed. A later failing attempt does not hide it again. :func:`evaluate` alone
+    (the grader, the tests) records nothing.
+    """
+    if exercise_id in _PASSED_IN_THIS_KERNEL:
+        return True
+    print(NOT_REVEALED.format(exercise=exercise_id))
+    return False
+
+
+check.revealed = revealed  # type: ignore[attr-defined]  # so a notebook needs only `check`
 
 
 def _article(word: str) -> str:

@@ -121,3 +121,24 @@ def test_call_answer_names_the_case_a_function_failed_on():
         assert result.status == FAILED and "raised ZeroDivisionError on x = 0" in result.message
     finally:
         _REGISTRY.pop("98.4")
+
+
+def test_revealed_opens_once_the_check_passed_in_this_process(registered, capsys):
+    from helpers.checks import revealed
+    from helpers.checks.protocol import _PASSED_IN_THIS_KERNEL, NOT_REVEALED
+
+    _PASSED_IN_THIS_KERNEL.discard("98.1")
+    assert check.revealed is revealed  # a notebook needs only `check`
+    assert revealed("98.1") is False
+    assert capsys.readouterr().out == NOT_REVEALED.format(exercise="98.1") + "\n"
+    assert "exercise 98.1: run its check until it passes, then run this cell again" in NOT_REVEALED.format(
+        exercise="98.1")
+    evaluate("98.1", 4)  # the grader's and the tests' evaluate records nothing
+    check("98.1", 3)     # nor does a failing check
+    assert revealed("98.1") is False
+    capsys.readouterr()
+    check("98.1", 4)
+    assert revealed("98.1") is True and "This cell" not in capsys.readouterr().out
+    check("98.1", 3)     # a later wrong attempt does not close it again
+    assert revealed("98.1") is True
+    _PASSED_IN_THIS_KERNEL.discard("98.1")

@@ -1,5 +1,6 @@
-"""Every exercise is checked three ways: passes on solutions, 'not attempted' on learner
-copies (read from the stored outputs nbval keeps current), and fails on wrong answers."""
+"""Every exercise is checked four ways: passes on solutions, 'not attempted' on learner
+copies (read from the stored outputs nbval keeps current), fails on wrong answers, and does
+not pass on the nearest visible cell pasted as the answer (COPY_ATTACKS)."""
 
 import ast
 import importlib
@@ -35,6 +36,25 @@ def all_wrong_answers():
             module = importlib.import_module(f"{__package__}.{info.name}")
             for exercise, answers in module.WRONG_ANSWERS.items():
                 cases.setdefault(exercise, []).extend(answers)
+    return cases
+
+
+def copy_attack_modules():
+    """chapter number ("06") -> that chapter's ``COPY_ATTACKS`` (``{}`` where it has none yet)."""
+    found = {}
+    for info in pkgutil.iter_modules([str(TESTS)]):
+        if info.name.startswith("test_checks_chapter_"):
+            module = importlib.import_module(f"{__package__}.{info.name}")
+            found[info.name.removeprefix("test_checks_chapter_")] = getattr(module, "COPY_ATTACKS", {})
+    return found
+
+
+def all_copy_attacks():
+    """exercise id -> [(args, what was pasted)], from each chapter's ``COPY_ATTACKS``."""
+    cases = {}
+    for attacks in copy_attack_modules().values():
+        for exercise, entries in attacks.items():
+            cases.setdefault(exercise, []).extend(entries)
     return cases
 
 
@@ -132,3 +152,35 @@ def test_checkers_share_one_naming_style():
             find_checker(exercise)
     odd = sorted(f"{e}: {f.__name__}" for e, f in _REGISTRY.items() if not f.__name__.startswith("check_"))
     assert not odd, f"rename these checkers to check_<what the learner produces>: {odd}"
+
+
+COPY_CASES = [(e, args, pasted) for e, cases in sorted(all_copy_attacks().items()) for args, pasted in cases]
+
+
+@pytest.mark.parametrize("exercise_id,args,pasted", COPY_CASES,
+                         ids=[f"{e}-{i}" for i, (e, _, _) in enumerate(COPY_CASES)])
+def test_pasting_the_nearest_visible_cell_does_not_pass(exercise_id, args, pasted):
+    """Each chapter's COPY_ATTACKS: the answer a learner gets by pasting a visible cell (or reading a
+    visible table) into the exercise cell must not pass its check."""
+    assert isinstance(args, tuple) and isinstance(pasted, str) and pasted.strip(), \
+        f"{exercise_id}: a COPY_ATTACKS entry is (args_tuple, 'what was pasted, from which cell')"
+    result = evaluate(exercise_id, *args)
+    assert result.status != PASSED, f"{exercise_id} passes when the learner pastes {pasted}: {result}"
+
+
+@pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.stem)
+def test_every_exercise_has_a_copy_attack(path):
+    """A real requirement (issue 23): every exercise is tried with the nearest visible cell, pasted."""
+    cases = all_copy_attacks()
+    missing = [e for e in exercises_of(path) if not cases.get(e)]
+    assert not missing, (f"add COPY_ATTACKS entries in tests/checks/test_checks_chapter_{path.stem[:2]}.py for "
+                         f"{missing}: {{'NN.k': [(args_tuple, \"what was pasted, e.g. cell 'x' of section Y\")]}}")
+
+
+def test_copy_attacks_name_exercises_of_their_own_chapter():
+    """A key that names no exercise would pass vacuously (an unknown id never says 'passed'),
+    e.g. after a chapter is renumbered."""
+    known = {e for p in SOLUTIONS for e in exercises_of(p)}
+    stray = sorted(f"test_checks_chapter_{chapter}.py: {exercise}" for chapter, attacks in copy_attack_modules().items()
+                   for exercise in attacks if exercise not in known or not exercise.startswith(chapter + "."))
+    assert not stray, f"COPY_ATTACKS keys that are not an exercise of that chapter: {stray}"

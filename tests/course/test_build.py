@@ -15,6 +15,7 @@ from course.learner_copies import (
     fold_reveal,
     hidden_output_reason,
     make_learner_copy,
+    reveal_reason,
     reveal_summary,
     solution_lines,
     strip_solutions,
@@ -168,9 +169,9 @@ def test_learner_copies_store_no_answer_to_a_prediction_or_an_exercise(path):
 def test_the_text_that_reads_a_hidden_output_aloud_is_folded_in_the_learner_copy(path):
     learner = read(path)
     solution = read(ROOT / "solutions" / path.name)
-    reads_aloud = {solution.cells[i + 1].id: reveal_summary(hidden_output_reason(solution.cells, i))
+    reads_aloud = {solution.cells[i + 1].id: reveal_summary(reveal_reason(solution.cells, i))
                    for i in range(len(solution.cells) - 1)
-                   if hidden_output_reason(solution.cells, i) and solution.cells[i + 1].cell_type == "markdown"
+                   if reveal_reason(solution.cells, i) and solution.cells[i + 1].cell_type == "markdown"
                    and not source(solution.cells[i + 1]).startswith("#")}  # a heading first: nothing to fold
     folded = {c.id for c in learner.cells if c.metadata.get("course", {}).get(FOLDED_METADATA)}
     assert folded == set(reads_aloud)
@@ -212,22 +213,30 @@ def test_a_reveal_is_folded_up_to_its_first_heading():
 
 
 def test_a_fold_after_a_spoiler_names_what_it_answers():
-    nb = _notebook_99(("code", "# spoiler: answers exercise 99.1\nprint(42)"), ("md", "42, because ..."),
-                      ("md", "### Exercise 99.1"))
+    nb = _notebook_99(("code", "from helpers.checks import check"),
+                      ("code", "# spoiler: answers exercise 99.1\nprint(42)"), ("md", "42, because ..."),
+                      ("md", "### Exercise 99.1"), ("code", f"{BEGIN}\nanswer = 42\n{END}"),
+                      ("code", 'check("99.1", answer)'),
+                      ("code", "# spoiler: answers the prediction above\nprint(6)"), ("md", "6, because ..."))
     learner = make_learner_copy(annotate(nb, "99_t"))
-    assert source(learner.cells[2]) == ("<details>\n<summary><b>Spoiler:</b> this answers exercise 99.1. Open it once "
+    assert source(learner.cells[3]) == ("<details>\n<summary><b>Spoiler:</b> this answers exercise 99.1. Open it once "
                                         "you have tried that yourself.</summary>\n\n42, because ...\n\n</details>")
+    assert source(learner.cells[8]) == ("<details>\n<summary><b>Spoiler:</b> this answers the prediction above. "
+                                        "Open it once you have tried that yourself.</summary>\n\n6, because ..."
+                                        "\n\n</details>")
 
 
-def test_a_prediction_cell_and_a_spoiler_lose_their_output_in_the_learner_copy():
-    nb = _notebook_99(("md", "## Predict, then run: how many?"), ("code", "print(6)"),
-                      ("code", "print('not hidden')"), ("code", "# spoiler: answers exercise 99.1\nprint(42)"),
+def test_a_prediction_cell_and_a_prediction_spoiler_lose_their_output_in_the_learner_copy():
+    nb = _notebook_99(("md", "## Predict, then run: how many?"), ("code", "from helpers.checks import check\nprint(6)"),
+                      ("code", "print('not hidden')"), ("code", "# spoiler: answers the prediction above\nprint(42)"),
                       ("md", "### Exercise 99.1: predict, then run"), ("code", f"{BEGIN}\nanswer = 42\n{END}"),
-                      ("code", 'check("99.1", answer)'))
+                      ("code", 'check("99.1", answer)'), ("code", "# spoiler: answers exercise 99.1\nprint(42)"))
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.outputs = [nbformat.v4.new_output("stream", text="x\n")]
     learner = build.hide_outputs(make_learner_copy(annotate(nb, "99_t")))
     hidden = [c.cell_type == "code" and bool(c.metadata.get("course", {}).get(HIDDEN_METADATA)) for c in learner.cells]
-    assert hidden == [False, False, True, False, True, False, True, False]
-    assert learner.cells[4].metadata["course"][HIDDEN_METADATA] == "spoiler: answers exercise 99.1"
+    assert hidden == [False, False, True, False, True, False, True, False, False]
+    assert learner.cells[4].metadata["course"][HIDDEN_METADATA] == "spoiler: answers the prediction above"
+    # a spoiler of an exercise is gated instead (tests/course/test_run_all.py), and keeps its output
+    assert learner.cells[8].metadata["course"] == {"gated_by": "99.1"} and learner.cells[8].outputs == []
