@@ -6,9 +6,9 @@ The graph (no model; every node is a deterministic stand-in)::
     planner:  START -> plan -> search                (a compiled subgraph used as a node)
     search:   START -> find_fares [-> hold_fare]      (nested inside planner)
 
-``hold_fare`` asks a stand-in fare service to hold the fare; ``fare_service["timeouts"]``
-says how many more requests will time out (``TimeoutError``), so a chapter can make one
-run fail inside the nested graph and resume it. The ``plan`` node
+The node ``hold_fare`` (:func:`place_hold`) asks a stand-in fare service to hold the fare;
+``fare_service["timeouts"]`` says how many more requests will time out (``TimeoutError``),
+so a chapter can make one run fail inside the nested graph and resume it. The ``plan`` node
 (:func:`make_plan`) counts how many plans the planner has made (``plans_made``, a key only
 the planner's state has), so a run shows whether the planner remembered an earlier run.
 The graph and its nodes are shown in chapter 05 first (``# saved as``); the rest of this
@@ -70,8 +70,8 @@ def find_fares(state: PlannerState):
 fare_service = {"timeouts": 0}   # how many more hold requests will time out (a flaky stand-in service)
 
 
-# saved as helpers.namespaces.hold_fare
-def hold_fare(state: PlannerState):
+# saved as helpers.namespaces.place_hold
+def place_hold(state: PlannerState):
     if fare_service["timeouts"] > 0:
         fare_service["timeouts"] -= 1
         raise TimeoutError("the fare service timed out")
@@ -89,13 +89,13 @@ def build_trip_planner(checkpointer: BaseCheckpointSaver | None = None, *, subgr
     """root(planner(search)): the root compiled with ``checkpointer``, both subgraphs with ``subgraph_checkpointer``.
 
     ``subgraph_checkpointer``: what each subgraph's ``compile`` receives (None, True or False;
-    chapter 05 compares them). ``hold`` adds ``hold_fare`` after ``find_fares``.
+    chapter 05 compares them). ``hold`` adds the node ``hold_fare`` (:func:`place_hold`) after ``find_fares``.
     """
     search = StateGraph(PlannerState)
     search.add_node("find_fares", find_fares)
     search.add_edge(START, "find_fares")
     if hold:
-        search.add_node("hold_fare", hold_fare)
+        search.add_node("hold_fare", place_hold)
         search.add_edge("find_fares", "hold_fare")
     planner = StateGraph(PlannerState)
     planner.add_node("plan", make_plan)
