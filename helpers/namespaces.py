@@ -4,9 +4,11 @@ The graph (no model; every node is a deterministic stand-in)::
 
     root:     START -> planner -> answer
     planner:  START -> plan -> search                (a compiled subgraph used as a node)
-    search:   START -> find_fares [-> confirm_fare]   (nested inside planner)
+    search:   START -> find_fares [-> hold_fare]      (nested inside planner)
 
-``confirm_fare`` calls ``interrupt()`` to ask whether to hold the fare. The ``plan`` node
+The node ``hold_fare`` (:func:`place_hold`) asks a stand-in fare service to hold the fare;
+``fare_service["timeouts"]`` says how many more requests will time out (``TimeoutError``),
+so a chapter can make one run fail inside the nested graph and resume it. The ``plan`` node
 (:func:`make_plan`) counts how many plans the planner has made (``plans_made``, a key only
 the planner's state has), so a run shows whether the planner remembered an earlier run.
 The graph and its nodes are shown in chapter 05 first (``# saved as``); the rest of this
@@ -30,7 +32,7 @@ from langgraph._internal._constants import NS_END, NS_SEP  # private: may move i
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
-from langgraph.types import StateSnapshot, interrupt
+from langgraph.types import StateSnapshot
 
 TASK_ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
@@ -64,10 +66,16 @@ def find_fares(state: PlannerState):
     return {"fare": f"{state['request']} 180 EUR"}
 
 
-# saved as helpers.namespaces.confirm_fare
-def confirm_fare(state: PlannerState):
-    decision = interrupt({"question": "hold this fare?", "fare": state["fare"]})  # pauses here (chapter 07)
-    return {"fare": f"{state['fare']} ({'held' if decision else 'released'})"}
+# saved as helpers.namespaces.fare_service
+fare_service = {"timeouts": 0}   # how many more hold requests will time out (a flaky stand-in service)
+
+
+# saved as helpers.namespaces.place_hold
+def place_hold(state: PlannerState):
+    if fare_service["timeouts"] > 0:
+        fare_service["timeouts"] -= 1
+        raise TimeoutError("the fare service timed out")
+    return {"fare": f"{state['fare']} (held)"}
 
 
 # saved as helpers.namespaces.write_answer
@@ -77,18 +85,18 @@ def write_answer(state: Trip):
 
 # saved as helpers.namespaces.build_trip_planner
 def build_trip_planner(checkpointer: BaseCheckpointSaver | None = None, *, subgraph_checkpointer: bool | None = None,
-                       confirm: bool = False) -> CompiledStateGraph:
+                       hold: bool = False) -> CompiledStateGraph:
     """root(planner(search)): the root compiled with ``checkpointer``, both subgraphs with ``subgraph_checkpointer``.
 
     ``subgraph_checkpointer``: what each subgraph's ``compile`` receives (None, True or False;
-    chapter 05 compares them). ``confirm`` adds ``confirm_fare`` after ``find_fares``.
+    chapter 05 compares them). ``hold`` adds the node ``hold_fare`` (:func:`place_hold`) after ``find_fares``.
     """
     search = StateGraph(PlannerState)
     search.add_node("find_fares", find_fares)
     search.add_edge(START, "find_fares")
-    if confirm:
-        search.add_node("confirm_fare", confirm_fare)
-        search.add_edge("find_fares", "confirm_fare")
+    if hold:
+        search.add_node("hold_fare", place_hold)
+        search.add_edge("find_fares", "hold_fare")
     planner = StateGraph(PlannerState)
     planner.add_node("plan", make_plan)
     planner.add_node("search", search.compile(checkpointer=subgraph_checkpointer))  # a compiled graph is a node
@@ -127,7 +135,11 @@ def ns_shape(ns: str) -> str:
 
 
 def namespace_rows(saver: BaseCheckpointSaver, config: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    """Checkpoints the saver holds, grouped by namespace shape (all threads if config is None)."""
+    """Checkpoints the saver holds, grouped by namespace shape.
+
+    ``saver.list(config)`` with a thread config and no ``checkpoint_ns`` spans every namespace
+    of that thread; ``config=None`` spans every thread.
+    """
     namespaces: dict[str, set[str]] = {}
     counts: Counter[str] = Counter()
     for item in saver.list(config):
@@ -147,7 +159,8 @@ def snapshot_tree(snapshot: StateSnapshot, depth: int = 0) -> list[str]:
     for task in snapshot.tasks:
         asks = [i.value for i in task.interrupts]
         kind = type(task.state).__name__ if task.state is not None else "None"
-        lines.append(f"{pad}  task {task.name!r}: state is {kind}" + (f", interrupts {asks}" if asks else ""))
+        lines.append(f"{pad}  task {task.name!r}: state is {kind}" + (f", interrupts {asks}" if asks else "")
+                     + (f", error {task.error}" if task.error is not None else ""))  # a stored error is its repr string
         if hasattr(task.state, "tasks"):
             lines += snapshot_tree(task.state, depth + 1)
     return lines

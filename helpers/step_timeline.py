@@ -49,7 +49,7 @@ class Booking(TypedDict, total=False):
     fare: int
     seen: Annotated[list, operator.add]    # reducer: concatenate the notes of one step
     status: str
-    approved: bool                         # a manager's decision (exercise 03.3; chapter 07)
+    approved: bool                         # a manager's decision (chapter 07)
 
 
 def lookup_seat(state: Booking):

@@ -1,9 +1,10 @@
 """Checks for chapter 03 (super-steps).
 
-03.1 compares a prediction with the steps a real run of the chapter's booking graph takes
-(``helpers.step_timeline.build_booking_flow``, the graph the chapter shows, so the check
-does not depend on notebook variables). 03.2 and 03.3 call the learner's function
-directly on edge cases, then run it inside a real graph.
+03.1 compares a prediction with the steps a real run takes of the chapter's booking graph
+with one more node (built here from the chapter's nodes in ``helpers.step_timeline``, so
+the check does not depend on notebook variables). 03.2 calls the learner's reducer on edge
+cases, then inside a real graph; 03.3 builds the learner's graph around counting stand-ins
+and fails it once.
 """
 
 from __future__ import annotations
@@ -14,21 +15,56 @@ from functools import cache
 from typing import Annotated, Any, TypedDict
 
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.errors import InvalidUpdateError
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
-from ..step_timeline import build_booking_flow, timeline_rows
+from ..step_timeline import (
+    Booking,
+    book,
+    build_booking_flow,
+    lookup_fare,
+    lookup_seat,
+    needs_approval,
+    quote,
+    request_approval,
+)
 from .protocol import Fail, call_answer, exercise, expect_type
 
 
+def convert_fare(state: Any) -> dict[str, Any]:
+    return {"fare": state["fare"]}  # the stand-in fares are in euros already
+
+
+def _booking_with_conversion(checkpointer: Any = None) -> CompiledStateGraph:
+    """Exercise 03.1's graph: the chapter's booking flow, with convert_fare between lookup_fare and the join."""
+    builder = StateGraph(Booking)
+    for node in (lookup_seat, lookup_fare, convert_fare, quote, book, request_approval):
+        builder.add_node(node)
+    builder.add_edge(START, "lookup_seat")
+    builder.add_edge(START, "lookup_fare")
+    builder.add_edge("lookup_fare", "convert_fare")
+    builder.add_edge(["lookup_seat", "convert_fare"], "quote")
+    builder.add_conditional_edges("quote", needs_approval, ["book", "request_approval"])
+    builder.add_edge("book", END)
+    builder.add_edge("request_approval", END)
+    return builder.compile(checkpointer=checkpointer)
+
+
+def task_steps(graph: CompiledStateGraph, inputs: Any, config: dict[str, Any]) -> dict[str, int]:
+    """{node: step} from the task events of a real run (``__start__`` left out)."""
+    steps: dict[str, int] = {}
+    for event in graph.stream(inputs, config, stream_mode="debug"):
+        if event["type"] == "task" and event["payload"]["name"] != "__start__":
+            steps[event["payload"]["name"]] = event["step"]
+    return steps
+
+
 @cache
-def steps_of_run(route: str) -> dict[str, int]:
-    """{node: step} for the business nodes of a real run of the chapter's booking graph on ``route``."""
-    graph = build_booking_flow(InMemorySaver())
-    config = {"configurable": {"thread_id": f"check-03-1-{route}"}}
-    graph.invoke({"route": route}, config)
-    return {node: row["step"] for row in timeline_rows(graph, config) for node in row["nodes run"]
-            if node != "__start__"}
+def steps_of_run(route: str, converted: bool = True) -> dict[str, int]:
+    """{node: step} for the business nodes of a real run on ``route`` (exercise 03.1's graph, or the chapter's)."""
+    graph = _booking_with_conversion(InMemorySaver()) if converted else build_booking_flow(InMemorySaver())
+    return task_steps(graph, {"route": route}, {"configurable": {"thread_id": f"check-03-1-{route}"}})
 
 
 # ---------------------------------------------------------------------------------------
@@ -45,7 +81,7 @@ def check_steps_by_node(answer: Any) -> str:
                    "edge picks book; leave nodes that do not run out")
     missing = sorted(set(truth) - set(answer))
     if missing:
-        raise Fail(f"missing node(s) {missing}; list every business node that runs")
+        raise Fail(f"missing node(s) {missing}; list every business node that runs, the new convert_fare included")
     unknown = sorted(set(answer) - set(truth), key=str)
     if unknown:
         raise Fail(f"{unknown} is not a node of this graph; the nodes are {sorted(truth)} (and request_approval)")
@@ -56,11 +92,17 @@ def check_steps_by_node(answer: Any) -> str:
     if answer == {node: step - 1 for node, step in truth.items()}:
         raise Fail("everything is one step too early: step -1 is the input checkpoint and step 0 is the internal "
                    "__start__ task that applies the input; the first nodes run in step 1")
+    if answer["convert_fare"] <= answer["lookup_fare"]:
+        raise Fail("convert_fare runs after lookup_fare: it is planned from lookup_fare's write, one super-step "
+                   "later")
+    if answer["quote"] != truth["quote"]:
+        raise Fail(f"quote in step {answer['quote']} is off: it waits for both lookup_seat and convert_fare (a "
+                   "join), so it runs in the step after the later of the two, however early the other one finished")
     wrong = sorted(node for node in truth if answer[node] != truth[node])
     if wrong:
-        raise Fail(f"the step of {wrong[0]!r} is off; count one super-step per level: the lookups, then quote "
-                   "(which waits for both), then the node the conditional edge picks")
-    return "lookups together in step 1, quote in 2, book in 3 (request_approval never runs)"
+        raise Fail(f"the step of {wrong[0]!r} is off; each node runs one super-step after the write that "
+                   "triggers it, and the conditional edge after quote picks one node")
+    return "lookups in step 1, convert_fare in 2, quote in 3 (the join waits for the later branch), book in 4"
 
 
 # ---------------------------------------------------------------------------------------
@@ -120,32 +162,82 @@ def check_keep_cheapest(keep_cheapest: Any) -> str:
 # 03.3
 
 
-ROUTE_CASES = [
-    ({"fare": 180}, "book", "a fare of 180 is below the limit"),
-    ({"fare": 500}, "book", "a fare of exactly 500 is not above the limit (use >, not >=)"),
-    ({"fare": 501}, "request_approval", "a fare of 501 is above the limit of 500"),
-    ({"fare": 1450}, "request_approval", "a fare of 1450 with no 'approved' key needs approval"),
-    ({"fare": 1450, "approved": False}, "request_approval", "approved=False means not approved yet"),
-    ({"fare": 1450, "approved": True}, "book", "an approved booking goes to book even above the limit"),
-]
+class _Work:
+    """Counting stand-ins for the errand: each call records the super-step it ran in."""
+
+    def __init__(self, timeouts: int = 1) -> None:
+        self.steps: dict[str, list[int]] = {"find_seat": [], "price_fare": [], "hold_fare": []}
+        self.timeouts = timeouts
+
+    def _record(self, name: str) -> None:
+        from langgraph.config import get_config
+
+        self.steps[name].append(get_config().get("metadata", {}).get("langgraph_step", -99))
+
+    def find_seat(self) -> str:
+        self._record("find_seat")
+        return "14C"
+
+    def price_fare(self) -> int:
+        self._record("price_fare")
+        return 1210
+
+    def hold_fare(self) -> str:
+        self._record("hold_fare")
+        if self.timeouts > 0:
+            self.timeouts -= 1
+            raise TimeoutError("the fare service timed out")
+        return "held"
 
 
 @exercise("03.3")
-def check_route_booking(route_booking: Any) -> str:
-    for state, expected, why in ROUTE_CASES:
-        try:
-            result = call_answer(route_booking, dict(state), what="route_booking(state)")
-        except KeyError as exc:
-            raise Fail(f"route_booking({state}) raised KeyError {exc}; the 'approved' key may be missing: "
-                       "use state.get('approved')") from None
-        expect_type(result, str, f"a node name for route_booking({state})")
-        if result not in ("book", "request_approval"):
-            raise Fail(f"route_booking({state}) returned {result!r}; return a node name: 'book' or 'request_approval'")
-        if result != expected:
-            raise Fail(f"route_booking({state}) returned {result!r}, expected {expected!r}: {why}")
-    graph = build_booking_flow(router=route_booking)
-    runs = {route: graph.invoke({"route": route})["status"] for route in ("BER-LIS", "BER-SYD")}
-    approved = graph.invoke({"route": "BER-SYD", "approved": True})["status"]
-    if runs != {"BER-LIS": "booked", "BER-SYD": "waiting for approval"} or approved != "booked":
-        raise Fail(f"as a conditional edge your router gave {runs} and approved BER-SYD -> {approved!r}")
-    return "as a conditional edge: BER-LIS is booked, BER-SYD waits for approval, an approved BER-SYD is booked"
+def check_build_errand(build_errand: Any) -> str:
+    work = _Work()
+    graph = call_answer(build_errand, InMemorySaver(), work.find_seat, work.price_fare, work.hold_fare,
+                        what="build_errand(checkpointer, find_seat, price_fare, hold_fare)")
+    if not hasattr(graph, "invoke") or not hasattr(graph, "get_state"):
+        raise Fail(f"build_errand returned {type(graph).__name__}; return the compiled graph: "
+                   "builder.compile(checkpointer=checkpointer)")
+    if getattr(graph, "checkpointer", None) is None:
+        raise Fail("your graph has no checkpointer, so a failed run cannot be resumed: "
+                   "compile it with builder.compile(checkpointer=checkpointer)")
+    config = {"configurable": {"thread_id": "check-03-3"}}
+    try:
+        graph.invoke({}, config)
+    except TimeoutError:
+        pass
+    except InvalidUpdateError:
+        raise Fail("two of your nodes wrote the same key in one super-step (InvalidUpdateError): store seat and "
+                   "fare each under its own key") from None
+    except Exception as exc:
+        raise Fail(f"the first run raised {type(exc).__name__}: {str(exc).splitlines()[0]}") from None
+    else:
+        raise Fail("the first run did not fail although hold_fare timed out: let the TimeoutError propagate "
+                   "(do not catch it in the node), so that the thread can be resumed")
+    try:
+        final = graph.invoke(None, config)
+    except Exception as exc:
+        raise Fail(f"the resume (invoke(None, config)) raised {type(exc).__name__}: {exc}") from None
+    steps = work.steps
+    if not steps["find_seat"] or not steps["price_fare"] or not steps["hold_fare"]:
+        never = [name for name, ran in steps.items() if not ran]
+        raise Fail(f"{never} never ran; call all three functions, each in a node")
+    expected = {"seat": "14C", "fare": 1210, "hold": "held"}
+    got = {key: final.get(key) for key in expected} if isinstance(final, dict) else final
+    if got != expected:
+        raise Fail(f"after the resume the state holds {got}, expected {expected}: store each function's return "
+                   "value under its key")
+    if len(steps["find_seat"]) > 1 or len(steps["price_fare"]) > 1:
+        raise Fail(f"after the failure the resume ran find_seat {len(steps['find_seat'])}x and price_fare "
+                   f"{len(steps['price_fare'])}x in all: a failed node restarts from its first line, so put "
+                   "hold_fare in a node of its own, after the two others")
+    if steps["find_seat"][0] != steps["price_fare"][0]:
+        raise Fail(f"find_seat ran in step {steps['find_seat'][0]} and price_fare in step {steps['price_fare'][0]}: "
+                   "they do not depend on each other, so give both an edge from START (a fan-out), and let "
+                   "hold_fare wait for both")
+    if min(steps["hold_fare"]) <= max(steps["find_seat"][0], steps["price_fare"][0]):
+        raise Fail("hold_fare ran in the same super-step as the others, before seat and fare were known: make its "
+                   "node wait for both, e.g. builder.add_edge([seat_node, fare_node], hold_node)")
+    if len(steps["hold_fare"]) != 2:
+        raise Fail(f"hold_fare ran {len(steps['hold_fare'])}x; it should run twice: once failing, once on resume")
+    return "seat and fare in one super-step, the hold after both; the resume re-ran only the hold"

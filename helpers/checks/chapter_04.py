@@ -2,68 +2,170 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from .protocol import Fail, NotAttempted, call_answer, exercise, expect_type
 
-SPECIMEN_STEPS = (-1, 0, 1, 2, 5, 41, 300, 8191, 8192, 12000, 16382)
-SPECIMEN_TIMES = (
-    datetime(2025, 3, 14, 9, 26, 53, 123456, tzinfo=UTC),
-    datetime(2001, 1, 1, tzinfo=UTC),
-    datetime(2031, 7, 4, 18, 30, 0, 500000, tzinfo=UTC),
-)
 
+def _chat_thread(saver: Any, thread_id: str) -> Any:
+    from helpers import travel_graphs
+
+    graph = travel_graphs.build_chat_graph(saver)
+    travel_graphs.say(graph, thread_id, "I prefer a window seat")
+    travel_graphs.say(graph, thread_id, "Which seat do I prefer?")
+    return graph
+
+
+def _ids(snapshots: Any) -> list[str]:
+    return [s.config["configurable"]["checkpoint_id"] for s in snapshots]
+
+
+def _branch_cases() -> list[tuple[Any, dict[str, Any], list[str], list[str], str]]:
+    """(graph, config, branch oldest first, every id of the thread, what) for threads with and without a branch."""
+    from langgraph.checkpoint.base.id import uuid6
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from helpers import travel_graphs
+
+    cases = []
+    saver = InMemorySaver()
+    plain = _chat_thread(saver, "t-plain")
+    config = {"configurable": {"thread_id": "t-plain"}}
+    everything = sorted(_ids(plain.get_state_history(config)))
+    cases.append((plain, config, everything, everything, "a thread that never branched"))
+    for reopened in (2, 4):  # the end of turn 1, and the reply step of turn 2
+        thread = f"t-reopened-{reopened}"
+        graph = _chat_thread(saver, thread)
+        config = {"configurable": {"thread_id": thread}}
+        old = sorted(_ids(graph.get_state_history(config)))
+        travel_graphs.say(graph, thread, "Actually, which seat was it?", checkpoint_id=old[reopened])
+        everything = sorted(_ids(graph.get_state_history(config)))
+        new = [i for i in everything if i not in old]
+        cases.append((graph, config, old[:reopened + 1] + new, everything,
+                      f"a thread reopened at its checkpoint C{reopened} and continued"))
+    graph = _chat_thread(saver, "t-invented")
+    config = {"configurable": {"thread_id": "t-invented"}}
+    old = set(_ids(graph.get_state_history(config)))
+    travel_graphs.say(graph, "t-invented", "Which seat do I prefer?", checkpoint_id=str(uuid6(clock_seq=3)))
+    everything = sorted(_ids(graph.get_state_history(config)))
+    cases.append((graph, config, [i for i in everything if i not in old], everything,
+                  "the invented-ID thread (its new branch names a parent the saver does not store)"))
+    return cases
 
 
 @exercise("04.1")
-def check_decode_step(decode_step):
-    from langgraph.checkpoint.base.id import uuid6
+def check_current_branch(current_branch):
+    for graph, config, truth, everything, what in _branch_cases():
+        got = call_answer(current_branch, graph, dict(config), what="current_branch(graph, config)", case=what)
+        expect_type(got, list, "the checkpoint IDs, oldest first")
+        if got and not all(isinstance(i, str) for i in got):
+            kinds = sorted({type(i).__name__ for i in got})
+            raise Fail(f"for {what} your list holds {', '.join(kinds)}; return the checkpoint IDs as strings, "
+                       "e.g. snapshot.config['configurable']['checkpoint_id']")
+        if got == truth:
+            continue
+        labels = {i: f"C{n}" for n, i in enumerate(everything)}
+        shown = [labels.get(i, "(not stored)") for i in got]
+        want = [labels[i] for i in truth]
+        if got == truth[::-1]:
+            raise Fail(f"for {what} you returned the right checkpoints newest first; return them oldest first")
+        if set(got) == set(everything) and len(everything) > len(truth):
+            raise Fail(f"for {what} you listed every checkpoint of the thread ({len(everything)}), but the latest "
+                       f"state is built on {want} only: get_state_history lists by ID, it does not follow the chain; "
+                       "follow parent_config from the latest checkpoint")
+        if any(i not in labels for i in got):
+            raise Fail(f"for {what} your list holds an ID the saver does not store; stop at the first parent that "
+                       "is not in the thread's history")
+        raise Fail(f"for {what} you returned {shown}, expected {want}: start at the latest checkpoint "
+                   "(get_state(config)), follow parent_config while the parent is stored, then reverse")
+    return "the path to the latest state, oldest first, across reopened points and an unknown parent"
 
-    from helpers.checkpoint_ids import make_uuid6
 
-    for step in SPECIMEN_STEPS:
-        for made in (str(uuid6(clock_seq=step)), str(make_uuid6(SPECIMEN_TIMES[0], step, 0xABCDEF))):
-            group = made.split("-")[3]
-            got = call_answer(decode_step, made, what="decode_step(checkpoint_id)",
-                              case=f"an ID whose 4th group is {group}")
-            expect_type(got, int, "the step")
-            if got == step:
-                continue
-            if step == -1 and got == 0x3FFF:
-                raise Fail("for the 4th group bfff you returned 16383: 0x3FFF is how -1 (the input checkpoint of a "
-                           "thread's first run) is stored; return -1 for it")
-            if step >= 0x2000 and got == step - 0x4000:
-                raise Fail(f"for a real step {step} (4th group {group}) you returned {got}: steps are never below -1, "
-                           "so only 0x3FFF means -1; read every other value as the step itself")
-            if got == (0x8000 | (step & 0x3FFF)) or got == int(group, 16):
-                raise Fail(f"for the 4th group {group} you returned {got}: mask off the variant bits with & 0x3FFF")
-            raise Fail(f"for an ID with step {step} (4th group {group}) you returned {got}; "
-                       "read the 4th dash-separated group, it holds the variant bits plus clock_seq")
-    return "steps decoded from the 4th group, including -1 for bfff"
+def _failed_thread(saver: Any, thread_id: str) -> None:
+    """A booking thread with one finished run, then a run whose quote times out (a pending error write)."""
+    from helpers.step_timeline import build_booking_flow, quote
+
+    failures = {"left": 0}
+
+    def flaky_quote(state):
+        if failures["left"]:
+            failures["left"] -= 1
+            raise TimeoutError("the quote service timed out")
+        return quote(state)
+
+    graph = build_booking_flow(saver, quote_node=flaky_quote)
+    config = {"configurable": {"thread_id": thread_id}}
+    graph.invoke({"route": "BER-LIS"}, config)
+    failures["left"] = 1
+    try:
+        graph.invoke({"route": "BER-SYD"}, config)
+    except TimeoutError:
+        pass
+
+
+def _shape(saver: Any, thread_id: str) -> list[tuple[Any, ...]]:
+    rows = []
+    for item in saver.list({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}):
+        parent = item.parent_config["configurable"]["checkpoint_id"] if item.parent_config else None
+        writes = sorted((task, channel, repr(value)) for task, channel, value in item.pending_writes or [])
+        rows.append((item.checkpoint["id"], parent, item.metadata.get("step"), writes,
+                     repr(sorted(item.checkpoint["channel_values"].items()))))
+    return sorted(rows)
 
 
 @exercise("04.2")
-def check_minted_at(minted_at):
-    from helpers.checkpoint_ids import GREGORIAN_TO_UNIX_100NS, make_uuid6, to_datetime
+def check_migrate_thread(migrate_thread):
+    import sqlite3
 
-    for when in SPECIMEN_TIMES:
-        made = make_uuid6(when, 3, 0x123456)
-        got = call_answer(minted_at, str(made), what="minted_at(checkpoint_id)",
-                          case=f"an ID minted at {when.isoformat()}")
-        expect_type(got, datetime, "the moment the ID was minted")
-        aware = got if got.tzinfo is not None else got.replace(tzinfo=UTC)
-        if abs(aware - when) <= timedelta(microseconds=1):
-            continue
-        if abs(aware - to_datetime(made.time)) <= timedelta(microseconds=1):
-            raise Fail("that is uuid.UUID(...).time, which reads the v1 layout; reassemble time_high (first 32 bits), "
-                       "time_mid (next 16) and time_low (12 bits after the version digit)")
-        epoch_gap = timedelta(microseconds=GREGORIAN_TO_UNIX_100NS // 10)
-        if min(abs(aware - (when + epoch_gap)), abs(aware - (when - epoch_gap))) <= timedelta(seconds=1):
-            raise Fail("your date is off by 1582 -> 1970: the count starts at 1582-10-15 UTC, not at the Unix epoch")
-        raise Fail(f"for an ID minted at {when.isoformat()} you returned {got.isoformat()}; the timestamp counts "
-                   "100-ns units (divide by 10 for microseconds) since 1582-10-15 UTC")
-    return "v6 timestamps decoded correctly"
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    source = InMemorySaver()
+    _failed_thread(source, "trip-7")
+    _failed_thread(source, "trip-8")               # another thread in the same store: not to be moved
+    truth = _shape(source, "trip-7")
+    connection = sqlite3.connect(":memory:", check_same_thread=False)
+    try:
+        for name, target in (("an InMemorySaver", InMemorySaver()), ("a SqliteSaver", SqliteSaver(connection))):
+            call_answer(migrate_thread, source, target, "trip-7", what="migrate_thread(source, target, thread_id)",
+                        case=f"a failed booking thread moved into {name}")
+            if _shape(source, "trip-7") != truth:
+                raise Fail("migrate_thread changed the source thread; only read from source")
+            got = _shape(target, "trip-7")
+            if not got:
+                raise Fail(f"after migrate_thread, {name} holds no checkpoint of the thread; store each one with "
+                           "target.put(config, checkpoint, metadata, new_versions)")
+            ids_got, ids_truth = [r[0] for r in got], [r[0] for r in truth]
+            if not set(ids_got) & set(ids_truth):
+                raise Fail(f"the copy in {name} has new checkpoint IDs: something minted them. A checkpoint's ID "
+                           "is its checkpoint['id']; keep it, so that order, 'latest' and every parent link stay "
+                           "the thread's own")
+            if set(ids_got) != set(ids_truth):
+                raise Fail(f"the copy in {name} has {len(ids_got)} checkpoints, the thread has {len(ids_truth)}: "
+                           "copy every checkpoint of the root namespace (source.list of the thread), keeping "
+                           "their IDs")
+            by_id = {r[0]: r for r in got}
+            for row in truth:
+                if by_id[row[0]][1] != row[1]:
+                    raise Fail(f"in {name} the checkpoint of step {row[2]} has the parent {by_id[row[0]][1]!r} instead "
+                               "of its own parent: put() records the checkpoint_id of the config it is given as the "
+                               "parent, so pass the tuple's parent_config (the thread's config for the first)")
+            for row in truth:
+                if by_id[row[0]][4] != row[4]:
+                    raise Fail(f"in {name} the checkpoint of step {row[2]} holds other channel values; store the "
+                               "tuple's checkpoint as it is, with its channel_versions as new_versions")
+            for row in truth:
+                if by_id[row[0]][3] != row[3]:
+                    raise Fail(f"in {name} the checkpoint of step {row[2]} lost its pending writes "
+                               f"({len(row[3])} in the source, {len(by_id[row[0]][3])} in the copy): store them with "
+                               "target.put_writes(<the config put returned>, [(channel, value), ...], task_id), one "
+                               "call per task ID. Without them a resume re-runs tasks that had finished, and the "
+                               "failed task's error is gone")
+            if _shape(target, "trip-8"):
+                raise Fail(f"migrate_thread copied another thread into {name}; copy only thread_id's checkpoints")
+    finally:
+        connection.close()
+    return "same IDs, parents, values and pending writes in both savers: the thread moved, nothing was minted"
 
 
 def _guard_fixture() -> dict[str, Any]:

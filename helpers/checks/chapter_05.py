@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
-
-from langgraph.graph.state import CompiledStateGraph
 
 from .protocol import Fail, call_answer, exercise, expect_type
 
@@ -12,14 +11,14 @@ MODES = (None, True, False)
 
 
 
-def _run_planner(mode: bool | None, runs: int, confirm: bool = False):
+def _run_planner(mode: bool | None, runs: int, hold: bool = False, saver: Any = None, thread_id: str = "exercise"):
     from langgraph.checkpoint.memory import InMemorySaver
 
     from helpers.namespaces import build_trip_planner
 
-    saver = InMemorySaver()
-    graph = build_trip_planner(saver, subgraph_checkpointer=mode, confirm=confirm)
-    config = {"configurable": {"thread_id": "exercise"}}
+    saver = InMemorySaver() if saver is None else saver
+    graph = build_trip_planner(saver, subgraph_checkpointer=mode, hold=hold)
+    config = {"configurable": {"thread_id": thread_id}}
     for _ in range(runs):
         graph.invoke({"request": "Lisbon"}, config)
     return graph, saver, config
@@ -83,83 +82,112 @@ def check_distinct_namespaces(answer):
     return "None 7, True 3, False 1: new namespaces per run, stable ones, or none"
 
 
-def _steps(snapshots: Any) -> list[Any]:
-    return [s.metadata.get("step") if hasattr(s, "metadata") else s for s in snapshots]
+def _level(ns: str) -> tuple[str, ...]:
+    return tuple(segment.split(":")[0] for segment in ns.split("|")) if ns else ()
 
 
-def _page_case(earlier_snapshots: Any, graph: CompiledStateGraph, config: dict[str, Any], n: int, case: str) -> None:
-    """Compare the learner's page with the truth, and explain the usual mistakes."""
-    from helpers.checkpoints import thread_config
+def _levels_fixture() -> list[tuple[Any, str, str]]:
+    """(saver, thread_id, what) cases: each saver also holds another thread, and a failed run."""
+    from helpers import namespaces
 
-    whole = thread_config(config)
-    truth = list(graph.get_state_history(whole, before=config, limit=n))
-    got = call_answer(earlier_snapshots, graph, dict(config), n, what="earlier_snapshots(graph, config, n)", case=case)
-    expect_type(got, list, "the snapshots, newest first")
-    if [getattr(s, "config", None) for s in got] == [s.config for s in truth]:
-        return
-    everything = list(graph.get_state_history(whole))
-    selected = config["configurable"]["checkpoint_id"]
-    if not got:
-        raise Fail(f"for {case} you returned no snapshots: a checkpoint_id left in the config is an exact-match "
-                   "filter, and with before= nothing matches; drop checkpoint_id from config['configurable']")
-    if any(getattr(s, "config", {}).get("configurable", {}).get("checkpoint_id") == selected for s in got):
-        raise Fail(f"for {case} your list contains the selected checkpoint itself: pass before=config so only "
-                   "older checkpoints come back")
-    if len(got) > n:
-        raise Fail(f"for {case} you returned {len(got)} snapshots for n={n}: pass limit=n")
-    namespaces = {getattr(s, "config", {}).get("configurable", {}).get("checkpoint_ns") for s in got}
-    if namespaces != {config["configurable"].get("checkpoint_ns", "")}:
-        raise Fail(f"for {case} your snapshots come from another namespace: keep checkpoint_ns (and the rest of the "
-                   "config), drop only checkpoint_id")
-    raise Fail(f"for {case} you returned steps {_steps(got)}, expected {_steps(truth)} (the whole history is "
-               f"{_steps(everything)}): the n newest checkpoints older than the selected one, newest first")
+    cases = []
+    for mode, runs in ((None, 2), (True, 3)):
+        _, saver, _ = _run_planner(mode, runs, thread_id="t-ana")
+        _run_planner(mode, 1, saver=saver, thread_id="t-bo")
+        graph, _, config = _run_planner(mode, 0, hold=True, saver=saver, thread_id="t-cy")
+        namespaces.fare_service["timeouts"] = 1
+        try:
+            graph.invoke({"request": "Porto"}, config)
+        except TimeoutError:
+            pass
+        finally:
+            namespaces.fare_service["timeouts"] = 0
+        cases += [(saver, "t-ana", f"{runs} runs with checkpointer={mode}"),
+                  (saver, "t-cy", f"a run that failed in hold_fare, checkpointer={mode}")]
+    return cases
 
 
 @exercise("05.3")
-def check_earlier_snapshots(earlier_snapshots):
-    from langgraph.types import Command
+def check_checkpoints_by_level(checkpoints_by_level):
+    for saver, thread_id, what in _levels_fixture():
+        truth = dict(Counter(_level(t.config["configurable"]["checkpoint_ns"])
+                             for t in saver.list({"configurable": {"thread_id": thread_id}})))
+        got = call_answer(checkpoints_by_level, saver, thread_id, what="checkpoints_by_level(saver, thread_id)",
+                          case=what)
+        expect_type(got, dict, "a dict from level (a tuple of node names) to a count")
+        if got == truth:
+            continue
+        if any(isinstance(k, str) for k in got):
+            if any(":" in k or "|" in k for k in got):
+                raise Fail(f"for {what} your keys are raw namespaces ({sorted(got)[:2]} ...); turn each into its "
+                           "path of node names, e.g. ('planner', 'search'), so that task ids of different runs count "
+                           "together")
+            raise Fail(f"for {what} your keys are strings; use tuples of node names: () for the root, ('planner',), "
+                       "('planner', 'search')")
+        if set(got) == {()}:
+            raise Fail(f"for {what} you found only the root level ({got[()]} checkpoints): get_state_history lists one "
+                       "namespace, the root's; saver.list({'configurable': {'thread_id': ...}}) lists every namespace "
+                       "of the thread")
+        if set(got) == set(truth) and all(got[k] >= truth[k] for k in truth):
+            raise Fail(f"for {what} you counted {got}, but this thread holds {truth}: you counted other threads' "
+                       "checkpoints too; pass the thread to saver.list instead of None")
+        raise Fail(f"for {what} you returned {got}; the saver holds {truth} for that thread (count every checkpoint "
+                   "of every namespace, grouped by the node names in its checkpoint_ns)")
+    return "checkpoints counted per graph level, across runs and task ids, for one thread only"
 
-    graph, _, config = _run_planner(None, 0, confirm=True)
-    graph.invoke({"request": "Lisbon"}, config)
-    nested = graph.get_state(config, subgraphs=True).tasks[0].state.tasks[0].state
-    for n in (1, 2, 5):
-        _page_case(earlier_snapshots, graph, nested.config, n, f"a nested snapshot's config and n={n}")
-    graph.invoke(Command(resume=True), config)
-    root_history = list(graph.get_state_history(config))
-    _page_case(earlier_snapshots, graph, root_history[1].config, 2, "a root snapshot's config and n=2")
-    return "pages of older history, nested and root: before= skips the selected checkpoint, limit= cuts the page"
 
+def _plan_after_resume() -> dict[Any, tuple[int, int]]:
+    from langgraph.checkpoint.memory import InMemorySaver
 
-def _conversations() -> dict[str, dict[str, str]]:
-    return {"c-ana": {"tenant_id": "acme", "thread_id": "t-9f2c4e"},
-            "c-bo": {"tenant_id": "globex", "thread_id": "t-51ab07"}}
+    from helpers import namespaces
+
+    truth = {}
+    for mode in MODES:
+        graph = namespaces.build_trip_planner(InMemorySaver(), subgraph_checkpointer=mode, hold=True)
+        config = {"configurable": {"thread_id": "exercise-05-4"}}
+        runs = 0
+        for number in (1, 2):
+            namespaces.fare_service["timeouts"] = 0 if number == 1 else 1
+            for request in ({"request": "Lisbon"}, None) if number == 2 else ({"request": "Lisbon"},):
+                try:
+                    for _ns, event in graph.stream(request, config, stream_mode="tasks", subgraphs=True):
+                        runs += "input" in event and event["name"] == "plan"
+                except TimeoutError:
+                    pass
+        namespaces.fare_service["timeouts"] = 0
+        plan = graph.get_state(config).values["plan"]
+        truth[mode] = (runs, int(plan.split("#")[1].split(":")[0]))
+    return truth
 
 
 @exercise("05.4")
-def check_resolve_thread(resolve_thread):
-    conversations = _conversations()
-    got = call_answer(resolve_thread, conversations, "acme", "c-ana", what="resolve_thread(...)",
-                      case="Ana's own conversation")
-    if isinstance(got, str):
-        raise Fail("return the LangGraph config {'configurable': {'thread_id': ...}}, not the bare thread id")
-    expect_type(got, dict, "the config {'configurable': {'thread_id': ...}}")
-    thread = got.get("configurable", {}).get("thread_id") if isinstance(got.get("configurable"), dict) else None
-    if thread != "t-9f2c4e":
-        if isinstance(thread, str) and ("acme" in thread or "c-ana" in thread):
-            raise Fail("you built the thread id from the tenant/conversation: look it up in conversations instead "
-                       "(a derived id is guessable)")
-        raise Fail(f"for acme's own conversation you returned {got!r}; expected "
-                   "{'configurable': {'thread_id': conversations[conversation_id]['thread_id']}}")
-    for tenant, conversation, case in [("globex", "c-ana", "another tenant's conversation"),
-                                       ("acme", "c-nobody", "an unknown conversation")]:
-        try:
-            result = resolve_thread(conversations, tenant, conversation)
-        except PermissionError:
-            continue
-        except Exception as exc:
-            raise Fail(f"for {case} your function raised {type(exc).__name__}; raise PermissionError there too, "
-                       "the same error as for a foreign conversation, so a caller cannot probe which ids "
-                       "exist") from None
-        raise Fail(f"for {case} you returned {result!r}: check that the conversation's tenant_id is the caller's and "
-                   "raise PermissionError otherwise")
-    return "owned conversations resolve; others and unknown ones are refused alike"
+def check_plan_after_resume(answer):
+    expect_type(answer, dict, "{None: (runs, n), True: (runs, n), False: (runs, n)}")
+    normalized = {}
+    for key, value in answer.items():
+        key = {"None": None, "True": True, "False": False}.get(key, key) if isinstance(key, str) else key
+        normalized[key] = value
+    missing = [repr(m) for m in MODES if m not in normalized]
+    if missing:
+        raise Fail(f"the dict needs the keys None, True and False; missing {', '.join(missing)}")
+    for mode in MODES:
+        value = normalized[mode]
+        if not (isinstance(value, (tuple, list)) and len(value) == 2 and all(
+                isinstance(v, int) and not isinstance(v, bool) for v in value)):
+            raise Fail(f"for checkpointer={mode} give a pair of ints (runs of make_plan, n in 'plan #n'), "
+                       f"not {value!r}")
+    truth = _plan_after_resume()
+    hints = {
+        None: ("checkpointer=None: each run gets a new planner namespace, so run 2 plans from scratch (plan #1); "
+               "the resume keeps the failed run's task id, finds the planner's checkpoints and does not plan again"),
+        True: ("checkpointer=True: the planner's namespace is stable, so run 2 continues from run 1's plans_made "
+               "(plan #2), and the resume continues at hold_fare without planning again"),
+        False: ("checkpointer=False: the planner keeps no checkpoints, so it remembers nothing between runs "
+                "(plan #1) and the resume runs the whole planner again, make_plan included"),
+    }
+    for mode in MODES:
+        if tuple(normalized[mode]) != truth[mode]:
+            runs, n = normalized[mode]
+            part = "the count of make_plan runs" if n == truth[mode][1] else "the plan number"
+            raise Fail(f"{part} for checkpointer={mode} is off: {hints[mode]}")
+    return "None (2, 1), True (2, 2), False (3, 1): fresh per run, remembered across runs, or redone on resume"

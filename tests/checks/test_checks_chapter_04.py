@@ -1,63 +1,121 @@
 """Wrong answers for chapter 04's exercises must fail with a hint (see test_checks_chapter_00)."""
 
 import uuid
-from datetime import UTC, datetime, timedelta
 
 from helpers.checks import PASSED, evaluate
 
 
-def step_unsigned(cid):
-    return int(cid.split("-")[3], 16) & 0x3FFF
+def _cid(snapshot_or_config):
+    config = getattr(snapshot_or_config, "config", snapshot_or_config)
+    return config["configurable"]["checkpoint_id"]
 
 
-def step_with_variant(cid):
-    return int(cid.split("-")[3], 16)
+def branch_right(graph, config):
+    by_id = {_cid(s): s for s in graph.get_state_history(config)}
+    branch, current = [], graph.get_state(config)
+    while current is not None and current.config["configurable"].get("checkpoint_id") in by_id:
+        branch.append(_cid(current))
+        current = by_id.get(_cid(current.parent_config)) if current.parent_config else None
+    return branch[::-1]
 
 
-def step_minus_8000(cid):
-    return int(cid.split("-")[3], 16) - 0x8000
+def branch_whole_history(graph, config):
+    """The ids of cell 'A thread's checkpoint IDs': the whole history, sorted by ID."""
+    return sorted(_cid(s) for s in graph.get_state_history(config))
 
 
-def step_wrong_group(cid):
-    return int(cid.split("-")[2], 16) & 0x3FFF
+def branch_newest_first(graph, config):
+    return branch_right(graph, config)[::-1]
 
 
-def step_as_text(cid):
-    return cid.split("-")[3]
+def branch_keeps_unstored_parent(graph, config):
+    branch = branch_right(graph, config)
+    first = graph.get_state({"configurable": {**config["configurable"], "checkpoint_id": branch[0]}})
+    return ([_cid(first.parent_config)] if first.parent_config else []) + branch
 
 
-def step_raises(cid):
-    return uuid.UUID(cid).clock_seq_missing
+def branch_snapshots(graph, config):
+    by_id = {_cid(s): s for s in graph.get_state_history(config)}
+    return [by_id[i] for i in branch_right(graph, config)]
 
 
-def minted_stdlib(cid):
-    return datetime(1582, 10, 15, tzinfo=UTC) + timedelta(microseconds=uuid.UUID(cid).time // 10)
+def branch_walk_parent_chain(graph, config):
+    """The cell 'walk_parent_chain', pasted: rows, newest first."""
+    from helpers.checkpoint_ids import walk_parent_chain
+
+    return walk_parent_chain(graph.checkpointer, config)
 
 
-def _v6_count(cid):
-    n = uuid.UUID(cid).int
-    return ((n >> 80) << 12) | ((n >> 64) & 0x0FFF)
+def branch_walk_parent_chain_ids(graph, config):
+    """walk_parent_chain's ids as they come: newest first."""
+    return [row["id"] for row in branch_walk_parent_chain(graph, config)]
 
 
-def minted_unix_epoch(cid):
-    return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=_v6_count(cid) // 10)
+def branch_last_turn_only(graph, config):
+    return branch_right(graph, config)[-3:]
 
 
-def minted_wrong_unit(cid):
-    return datetime(1582, 10, 15, tzinfo=UTC) + timedelta(microseconds=_v6_count(cid) // 1000)
+def _migrate_with(mint):
+    from helpers.checkpoint_ids import copy_with_new_ids
+
+    def migrate(source, target, thread_id):
+        copy_with_new_ids(source, target, thread_id, thread_id, mint)
+    return migrate
 
 
-def minted_as_float(cid):
-    return _v6_count(cid) / 1e7
+def _kept_ids_minter(source, thread_id):
+    ids = sorted(t.checkpoint["id"] for t in source.list({"configurable": {"thread_id": thread_id,
+                                                                          "checkpoint_ns": ""}}))
+    return iter(ids).__next__
+
+
+def migrate_kept_ids_no_writes(source, target, thread_id):
+    """The cell 'copy_with_new_ids' with the 'kept' minter of the next cell: original IDs, no pending writes."""
+    _migrate_with(_kept_ids_minter(source, thread_id))(source, target, thread_id)
+
+
+def migrate_uuid6(source, target, thread_id):
+    from langgraph.checkpoint.base.id import uuid6
+
+    _migrate_with(lambda: uuid6(clock_seq=0))(source, target, thread_id)
+
+
+def migrate_right(source, target, thread_id):
+    root = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+    for item in sorted(source.list(root), key=lambda t: t.checkpoint["id"]):
+        stored = target.put(item.parent_config or root, item.checkpoint, item.metadata,
+                            item.checkpoint["channel_versions"])
+        by_task = {}
+        for task_id, channel, value in item.pending_writes or []:
+            by_task.setdefault(task_id, []).append((channel, value))
+        for task_id, writes in by_task.items():
+            target.put_writes(stored, writes, task_id)
+
+
+def migrate_no_parents(source, target, thread_id):
+    root = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+    for item in sorted(source.list(root), key=lambda t: t.checkpoint["id"]):
+        target.put(root, item.checkpoint, item.metadata, item.checkpoint["channel_versions"])
+
+
+def migrate_latest_only(source, target, thread_id):
+    item = source.get_tuple({"configurable": {"thread_id": thread_id}})
+    stored = target.put(item.parent_config, item.checkpoint, item.metadata, item.checkpoint["channel_versions"])
+    for task_id, channel, value in item.pending_writes:
+        target.put_writes(stored, [(channel, value)], task_id)
+
+
+def migrate_every_thread(source, target, thread_id):
+    for other in sorted({t.config["configurable"]["thread_id"] for t in source.list(None)}):
+        migrate_right(source, target, other)
+
+
+def migrate_does_nothing(source, target, thread_id):
+    return None
 
 
 def _config(thread_id, checkpoint_id):
     return {"configurable": {"thread_id": thread_id, "checkpoint_id": checkpoint_id}}
-
-
-def step_sign_rule(cid):
-    seq = int(cid.split("-")[3], 16) & 0x3FFF
-    return seq - 0x4000 if seq >= 0x2000 else seq  # misreads real steps from 8192 up
 
 
 def _owned_thread(conversations, user_id, conversation_id):
@@ -133,20 +191,23 @@ def guard_rejects_all(saver, conversations, user_id, conversation_id, checkpoint
 
 WRONG_ANSWERS = {
     "04.1": [
-        ((step_unsigned,), "return -1 for it"),
-        ((step_sign_rule,), "only 0x3FFF means -1"),
-        ((step_with_variant,), "variant bits"),
-        ((step_minus_8000,), "return -1 for it"),
-        ((step_wrong_group,), "4th dash-separated group"),
-        ((step_as_text,), "expected an int"),
-        ((step_raises,), "raised AttributeError"),
-        (("bfff",), "expected a function"),
+        ((branch_whole_history,), "get_state_history lists by ID"),
+        ((branch_newest_first,), "oldest first"),
+        ((branch_keeps_unstored_parent,), "does not store"),
+        ((branch_snapshots,), "return the checkpoint IDs as strings"),
+        ((branch_walk_parent_chain,), "return the checkpoint IDs as strings"),
+        ((branch_walk_parent_chain_ids,), "oldest first"),
+        ((branch_last_turn_only,), "follow parent_config while the parent is stored"),
+        (("C8",), "expected a function"),
     ],
     "04.2": [
-        ((minted_stdlib,), "v1 layout"),
-        ((minted_unix_epoch,), "1582"),
-        ((minted_wrong_unit,), "100-ns units"),
-        ((minted_as_float,), "expected a datetime"),
+        ((migrate_uuid6,), "new checkpoint IDs"),
+        ((migrate_kept_ids_no_writes,), "lost its pending writes"),
+        ((migrate_no_parents,), "pass the tuple's parent_config"),
+        ((migrate_latest_only,), "copy every checkpoint of the root namespace"),
+        ((migrate_every_thread,), "copied another thread"),
+        ((migrate_does_nothing,), "holds no checkpoint"),
+        ((42,), "expected a function"),
     ],
     "04.3": [
         ((guard_no_owner_check,), "the conversation is not Bo's"),
@@ -163,10 +224,30 @@ WRONG_ANSWERS = {
 }
 
 
-def test_naive_utc_datetime_is_accepted():
-    def minted_naive(cid):
-        return datetime(1582, 10, 15) + timedelta(microseconds=_v6_count(cid) // 10)
-    assert evaluate("04.2", minted_naive).status == PASSED
+def guard_from_the_ghost_cell(saver, conversations, user_id, conversation_id, checkpoint_id):
+    """The config of the cell 'A checkpoint ID you invent', built from the conversation's thread, unchecked."""
+    return _config(conversations[conversation_id]["thread_id"], checkpoint_id)
+
+
+# What a learner gets by pasting the nearest visible cell.
+COPY_ATTACKS = {
+    "04.1": [((branch_walk_parent_chain,), "the cell that defines walk_parent_chain, called on graph.checkpointer"),
+             ((branch_whole_history,), "the checkpoint ids of the first cell, sorted from get_state_history")],
+    "04.2": [((migrate_uuid6,), "copy_with_new_ids with LangGraph's uuid6 as the minter"),
+             ((migrate_kept_ids_no_writes,), "copy_with_new_ids with the 'kept' minter (the original ids)")],
+    "04.3": [((guard_from_the_ghost_cell,), "the 'ghost' config of the cell 'A checkpoint ID you invent'")],
+}
+
+
+def test_copy_attacks_do_not_pass():
+    for exercise, attacks in COPY_ATTACKS.items():
+        for args, what in attacks:
+            assert evaluate(exercise, *args).status != PASSED, f"{exercise}: pasting {what} passes"
+
+
+def test_branch_and_migration_solutions_pass():
+    assert evaluate("04.1", branch_right).status == PASSED
+    assert evaluate("04.2", migrate_right).status == PASSED
 
 
 def test_guard_solution_and_keyerror_pass():
@@ -177,10 +258,3 @@ def test_guard_solution_and_keyerror_pass():
         return config
     assert evaluate("04.3", guard_right).status == PASSED
     assert evaluate("04.3", guard_key_error).status == PASSED
-
-
-def test_decode_step_solution_passes():
-    def decode_step(cid):
-        seq = int(cid.split("-")[3], 16) & 0x3FFF
-        return -1 if seq == 0x3FFF else seq
-    assert evaluate("04.1", decode_step).status == PASSED

@@ -1,5 +1,7 @@
 """Wrong answers for chapter 05's exercises must fail with a hint (see test_checks_chapter_00)."""
 
+from collections import Counter
+
 from helpers.checks import PASSED, evaluate
 
 
@@ -23,68 +25,48 @@ def path_as_string(ns):
     return ns.replace("|", "/")
 
 
-def _without_id(config):
-    return {**config, "configurable": {k: v for k, v in config["configurable"].items() if k != "checkpoint_id"}}
+def _path(ns):
+    return tuple(segment.split(":")[0] for segment in ns.split("|")) if ns else ()
 
 
-def page_right(graph, config, n):
-    return list(graph.get_state_history(_without_id(config), before=config, limit=n))
+def levels_right(saver, thread_id):
+    counts = Counter(_path(t.config["configurable"]["checkpoint_ns"])
+                     for t in saver.list({"configurable": {"thread_id": thread_id}}))
+    return dict(counts)
 
 
-def page_keeps_id(graph, config, n):
-    return list(graph.get_state_history(config, before=config, limit=n))
+def levels_from_history(saver, thread_id):
+    """get_state_history as in the cell 'History per namespace': the root namespace only."""
+    from helpers.namespaces import build_trip_planner
+
+    graph = build_trip_planner(saver)
+    return {(): len(list(graph.get_state_history({"configurable": {"thread_id": thread_id}})))}
 
 
-def page_no_before(graph, config, n):
-    return list(graph.get_state_history(_without_id(config), limit=n))
+def levels_every_thread(saver, thread_id):
+    """saver.list(None), as namespace_rows reads it in the first run's cell: every thread."""
+    return dict(Counter(_path(t.config["configurable"]["checkpoint_ns"]) for t in saver.list(None)))
 
 
-def page_no_limit(graph, config, n):
-    return list(graph.get_state_history(_without_id(config), before=config))
+def levels_raw_namespaces(saver, thread_id):
+    return dict(Counter(t.config["configurable"]["checkpoint_ns"]
+                        for t in saver.list({"configurable": {"thread_id": thread_id}})))
 
 
-def page_root_only(graph, config, n):
-    root = {"configurable": {"thread_id": config["configurable"]["thread_id"]}}
-    return list(graph.get_state_history(root, before=config, limit=n))
+def levels_string_paths(saver, thread_id):
+    return {"/".join(k) or "root": v for k, v in levels_right(saver, thread_id).items()}
 
 
-def page_oldest_first(graph, config, n):
-    return list(reversed(page_right(graph, config, n)))
+def levels_from_the_reading_cell(saver, thread_id):
+    """The cell 'Reading a namespace', pasted: only the deepest namespace of the thread, split into levels."""
+    deepest = max((t.config["configurable"]["checkpoint_ns"] for t in saver.list(
+        {"configurable": {"thread_id": thread_id}})), key=len)
+    return {tuple(segment.partition(":")[0] for segment in deepest.split("|")): 1}
 
 
-def page_raises(graph, config, n):
-    return list(graph.get_state_history(config["configurable"]["checkpoint_id"]))
-
-
-def resolve_concat(conversations, tenant_id, conversation_id):
-    return {"configurable": {"thread_id": f"{tenant_id}:{conversation_id}"}}
-
-
-def resolve_no_check(conversations, tenant_id, conversation_id):
-    return {"configurable": {"thread_id": conversations[conversation_id]["thread_id"]}}
-
-
-def resolve_key_error(conversations, tenant_id, conversation_id):
-    row = conversations[conversation_id]
-    if row["tenant_id"] != tenant_id:
-        raise PermissionError("not yours")
-    return {"configurable": {"thread_id": row["thread_id"]}}
-
-
-def resolve_bare_id(conversations, tenant_id, conversation_id):
-    row = conversations.get(conversation_id)
-    if row is None or row["tenant_id"] != tenant_id:
-        raise PermissionError("not yours")
-    return row["thread_id"]
-
-
-def resolve_lookup_error(conversations, tenant_id, conversation_id):
-    row = conversations.get(conversation_id)
-    if row is None:
-        raise LookupError("no such conversation")
-    if row["tenant_id"] != tenant_id:
-        raise PermissionError("not yours")
-    return {"configurable": {"thread_id": row["thread_id"]}}
+def path_from_the_reading_cell(ns):
+    """The loop of the cell 'Reading a namespace', wrapped in a function."""
+    return [segment.partition(":")[0] for segment in ns.split("|")]
 
 
 WRONG_ANSWERS = {
@@ -104,25 +86,47 @@ WRONG_ANSWERS = {
         (({None: "7", True: 3, False: 1},), "expected an int"),
     ],
     "05.3": [
-        ((page_keeps_id,), "exact-match filter"),
-        ((page_no_before,), "pass before=config"),
-        ((page_no_limit,), "pass limit=n"),
-        ((page_root_only,), "keep checkpoint_ns"),
-        ((page_oldest_first,), "newest first"),
-        ((page_raises,), "raised"),
+        ((levels_from_history,), "get_state_history lists one namespace"),
+        ((levels_every_thread,), "other threads' checkpoints"),
+        ((levels_raw_namespaces,), "raw namespaces"),
+        ((levels_string_paths,), "use tuples of node names"),
+        ((levels_from_the_reading_cell,), "count every checkpoint of every namespace"),
+        ((42,), "expected a function"),
     ],
     "05.4": [
-        ((resolve_concat,), "guessable"),
-        ((resolve_no_check,), "raise PermissionError otherwise"),
-        ((resolve_key_error,), "raised KeyError"),
-        ((resolve_lookup_error,), "raised LookupError"),
-        ((resolve_bare_id,), "not the bare thread id"),
+        (({None: (1, 1), True: (1, 1), False: (2, 1)},), "the count of make_plan runs for checkpointer=None"),
+        (({None: (2, 1), True: (2, 2), False: (2, 1)},), "checkpointer=False"),
+        (({None: (2, 2), True: (2, 2), False: (3, 1)},), "the plan number for checkpointer=None"),
+        (({None: (2, 1), True: (2, 1), False: (3, 1)},), "run 2 continues from run 1's plans_made"),
+        (({None: (2, 1), True: (2, 2)},), "missing False"),
+        (({None: 2, True: 2, False: 3},), "give a pair of ints"),
+        (([2, 2, 3],), "expected a dict"),
     ],
 }
 
+# What a learner gets by pasting the nearest visible cell (or reading a visible table).
+COPY_ATTACKS = {
+    "05.1": [((path_from_the_reading_cell,), "the loop of the cell 'Reading a namespace', wrapped in a function")],
+    "05.2": [(({None: 5, True: 3, False: 1},), "the two-run tables of 'Predict, then run: checkpointer=None, "
+                                                 "True, False' (1 + 2 + 2 namespaces under None)")],
+    "05.3": [((levels_from_history,), "get_state_history(thread) from the cell 'History per namespace'"),
+             ((levels_every_thread,), "saver.list(None), as namespace_rows reads it in the first run's cell"),
+             ((levels_from_the_reading_cell,), "the cell 'Reading a namespace' (the deepest namespace only)")],
+    "05.4": [(({None: (1, 1), True: (1, 1), False: (2, 1)},), "the counts of 'What a resume runs again' (one run)"),
+             (({None: (2, 1), True: (2, 2), False: (2, 1)},), "the plans of the two-run prediction (no failure)")],
+}
 
-def test_page_solution_passes():
-    assert evaluate("05.3", page_right).status == PASSED
+
+def test_copy_attacks_do_not_pass():
+    for exercise, attacks in COPY_ATTACKS.items():
+        for args, what in attacks:
+            assert evaluate(exercise, *args).status != PASSED, f"{exercise}: pasting {what} passes"
+
+
+def test_level_and_plan_solutions_pass():
+    assert evaluate("05.3", levels_right).status == PASSED
+    assert evaluate("05.4", {None: (2, 1), True: (2, 2), False: (3, 1)}).status == PASSED
+    assert evaluate("05.4", {"None": [2, 1], "True": (2, 2), "False": (3, 1)}).status == PASSED
 
 
 def test_string_keys_are_accepted_for_05_2():

@@ -2,7 +2,6 @@
 
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.types import Command
 
 from helpers import namespaces as nsp
 from helpers.checkpoints import thread_config
@@ -20,9 +19,9 @@ def test_ns_parts_and_shape():
     assert nsp.ns_shape("planner:custom") == "planner:custom"
 
 
-def _run(mode, runs=2, confirm=False):
+def _run(mode, runs=2, hold=False):
     saver = InMemorySaver()
-    graph = nsp.build_trip_planner(saver, subgraph_checkpointer=mode, confirm=confirm)
+    graph = nsp.build_trip_planner(saver, subgraph_checkpointer=mode, hold=hold)
     config = {"configurable": {"thread_id": "t"}}
     plans = [graph.invoke({"request": "Lisbon"}, config).get("plan") for _ in range(runs)]
     return graph, saver, config, plans
@@ -41,15 +40,20 @@ def test_subgraph_checkpointer_modes(mode, shapes, plans):
     assert rows[0]["namespace"] == "''"
 
 
-def test_paused_snapshot_tree_and_subgraph_history():
-    graph, saver, config, _ = _run(None, runs=1, confirm=True)
+def test_failed_snapshot_tree_and_subgraph_history():
+    graph, saver, config, _ = _run(None, runs=0, hold=True)
+    nsp.fare_service["timeouts"] = 1
+    with pytest.raises(TimeoutError):
+        graph.invoke({"request": "Lisbon"}, config)
+    assert nsp.fare_service["timeouts"] == 0
     snapshot = graph.get_state(config, subgraphs=True)
     lines = nsp.snapshot_tree(snapshot)
     assert lines[0].startswith("ns='' next=('planner',)")
-    assert any("ns=planner:<task-id>|search:<task-id> next=('confirm_fare',)" in line for line in lines)
+    assert any("ns=planner:<task-id>|search:<task-id> next=('hold_fare',)" in line for line in lines)
+    assert sum("error TimeoutError('the fare service timed out')" in line for line in lines) == 3
     nested = snapshot.tasks[0].state.tasks[0].state
     assert len(list(graph.get_state_history(nested.config))) == 1
     assert len(list(graph.get_state_history(thread_config(nested.config)))) == 3
-    assert graph.invoke(Command(resume=False), config)["fare"].endswith("(released)")
+    assert graph.invoke(None, config)["fare"].endswith("(held)")
     assert nsp.namespaces_in(t.config for t in saver.list(None)) == \
         ["''", "planner:<task-id>", "planner:<task-id>|search:<task-id>"]
