@@ -1,7 +1,10 @@
-"""Wrong answers for chapter 02's exercises must fail with a hint (same shape as chapter 00)."""
+"""Wrong answers for chapter 02's exercises must fail with a hint, and pasted cells must not pass (see chapter 00)."""
 
 import sqlite3
 
+import pytest
+
+from helpers import checkpoint_anatomy
 from helpers.checks import PASSED, evaluate
 
 
@@ -117,6 +120,46 @@ WRONG_ANSWERS = {
         ((count_distinct_steps,), "the count for"),
     ],
 }
+
+
+# -- copy attacks: the nearest visible cell, pasted ---------------------------------------
+def pasted_listing_cell(graph, checkpoint_config, limit):
+    """Cell 'labelled' of section 'Addressing one checkpoint' pasted: its thread is trip-1, and it prints labels."""
+    thread = {"configurable": {"thread_id": "trip-1"}}
+    return [s.metadata["step"] for s in graph.get_state_history(thread, before=checkpoint_config, limit=limit)]
+
+
+def pasted_listing_from_the_checkpoint(graph, checkpoint_config, limit):
+    """The first line of the same cell: history(C4's config), the exact-match listing."""
+    return [s.metadata["step"] for s in graph.get_state_history(checkpoint_config)][:limit]
+
+
+def pasted_rows_per_thread(db_path):
+    """The delete_thread cell's table helper, pasted: rows of both tables."""
+    return checkpoint_anatomy.rows_per_thread(db_path)
+
+
+def pasted_rows_per_thread_as_dict(db_path):
+    """The same table read into a dict: the writes rows overwrite the checkpoints rows."""
+    return {row["thread_id"]: row["rows"] for row in checkpoint_anatomy.rows_per_thread(db_path)}
+
+
+COPY_ATTACKS = {
+    "02.1": [(({"checkpoints": 6, "newest_step": 4, "blobs": 12},),
+              "the two-turn numbers of the visible cells (print_history, blob_rows) copied"),
+             (({"checkpoints": 6, "newest_step": 5, "blobs": 12},),
+              "the two-turn tables read off, with one more step")],
+    "02.2": [((pasted_listing_cell,), "cell 'labelled' of section 'Addressing one checkpoint', pasted"),
+             ((pasted_listing_from_the_checkpoint,), "the first listing of that cell, history(C4's config)")],
+    "02.3": [((pasted_rows_per_thread,), "the table of the delete_thread cell (checkpoint_anatomy.rows_per_thread)"),
+             ((pasted_rows_per_thread_as_dict,), "that table read into a dict without looking at its table column")],
+}
+
+
+@pytest.mark.parametrize("exercise_id,args,pasted",
+                         [(e, a, p) for e, cases in COPY_ATTACKS.items() for a, p in cases])
+def test_copy_attacks_do_not_pass(exercise_id, args, pasted):
+    assert evaluate(exercise_id, *args).status != PASSED, pasted
 
 
 def test_right_answers_pass():
