@@ -73,58 +73,103 @@ def check_third_turn_prediction(answer: Any) -> str:
 
 
 # ---------------------------------------------------------------------------------------
-# 02.2 list from a point
+# 02.2 page through a history, one get_state_history call per page
 
 
-def _before_cases() -> list[tuple[str, CompiledStateGraph, dict[str, Any], int, list[int]]]:
-    """(description, graph, checkpoint config, limit, expected steps newest first); two threads, one saver."""
+class _Runaway(BaseException):
+    """Raised inside the learner's loop when it calls get_state_history far too often."""
+
+
+class _PageCountingGraph:
+    """A graph stand-in that records each get_state_history call's limit and stops a runaway loop."""
+
+    def __init__(self, graph: CompiledStateGraph, max_calls: int) -> None:
+        self._graph = graph
+        self._max_calls = max_calls
+        self.limits: list[Any] = []
+
+    def get_state_history(self, config: Any, *args: Any, **kwargs: Any) -> Any:
+        self.limits.append(kwargs.get("limit", args[2] if len(args) > 2 else None))
+        if len(self.limits) > self._max_calls:
+            raise _Runaway
+        return self._graph.get_state_history(config, *args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._graph, name)
+
+
+def _paged(steps: list[int], size: int) -> list[list[int]]:
+    return [steps[i:i + size] for i in range(0, len(steps), size)]
+
+
+def _page_cases() -> list[tuple[str, CompiledStateGraph, str, int, list[list[int]]]]:
+    """(description, graph, thread_id, size, expected pages); threads of two and three turns on one saver."""
     graph = build_chat_graph(InMemorySaver())
     for text in TURNS[:2]:
         say(graph, "two-turns", text)
     for text in TURNS:
         say(graph, "three-turns", text)
-
-    def at_step(thread_id: str, step: int) -> dict[str, Any]:
-        history = graph.get_state_history({"configurable": {"thread_id": thread_id}})
-        return next(s.config for s in history if s.metadata["step"] == step)
-
+    two, three = [4, 3, 2, 1, 0, -1], [7, 6, 5, 4, 3, 2, 1, 0, -1]
     return [
-        ("the step-3 checkpoint of a two-turn thread, limit 2", graph, at_step("two-turns", 3), 2, [2, 1]),
-        ("the step-3 checkpoint of a two-turn thread, limit 10", graph, at_step("two-turns", 3), 10, [2, 1, 0, -1]),
-        ("the first checkpoint of a thread, limit 3", graph, at_step("two-turns", -1), 3, []),
-        ("the step-6 checkpoint of a three-turn thread, limit 3", graph, at_step("three-turns", 6), 3, [5, 4, 3]),
+        ("a two-turn thread, pages of 4", graph, "two-turns", 4, _paged(two, 4)),
+        ("a two-turn thread, pages of 2", graph, "two-turns", 2, _paged(two, 2)),
+        ("a three-turn thread, pages of 4", graph, "three-turns", 4, _paged(three, 4)),
+        ("a three-turn thread, pages of 10", graph, "three-turns", 10, _paged(three, 10)),
+        ("a thread that never started, pages of 3", graph, "never-started", 3, []),
     ]
 
 
+def _page_hint(description: str, result: list[Any], expected: list[list[int]], size: int) -> str:
+    flat = [step for page in result for step in page]
+    wanted = [step for page in expected for step in page]
+    if any(len(page) > size for page in result):
+        return f"on {description} a page holds more than {size} steps: pass limit=size"
+    if len(flat) > len(set(flat)):
+        return (f"on {description} the pages overlap ({result}): before= takes the config of the last (oldest) "
+                "snapshot of the previous page, not its first")
+    if flat == wanted[::-1] or [page[::-1] for page in result] == expected:
+        return f"on {description} the order is reversed: get_state_history lists newest first"
+    if result and not flat:
+        return f"on {description} you returned empty pages {result}; leave out a page that comes back empty"
+    if set(flat) < set(wanted):
+        missing = sorted(set(wanted) - set(flat))
+        return (f"on {description} the steps {missing} are missing: keep fetching, with before= the last snapshot "
+                "of the page you got, until a page comes back empty")
+    return f"on {description} expected {expected}, got {result!r}"
+
+
 @exercise("02.2")
-def check_steps_before(steps_before: Any) -> str:
-    for description, graph, checkpoint_config, limit, expected in _before_cases():
-        result = call_answer(steps_before, graph, checkpoint_config, limit,
-                             what="steps_before(graph, checkpoint_config, limit)", case=description)
+def check_history_pages(history_pages: Any) -> str:
+    for description, graph, thread_id, size, expected in _page_cases():
+        counting = _PageCountingGraph(graph, max_calls=len(expected) + 10)
+        try:
+            result = call_answer(history_pages, counting, thread_id, size,
+                                 what="history_pages(graph, thread_id, size)", case=description)
+        except _Runaway:
+            raise Fail(f"on {description} your loop called get_state_history more than {len(expected) + 10} times "
+                       "without ending: stop when a page comes back empty, and pass the thread alone as config (a "
+                       "checkpoint_id in it is an exact-match filter, so before= is how you move on)") from None
         if isinstance(result, tuple):
             result = list(result)
-        expect_type(result, list, "the steps, newest first")
-        if result == expected:
-            continue
-        if any(isinstance(x, bool) or not isinstance(x, int) for x in result):
-            raise Fail(f"on {description} the list holds {type(result[0]).__name__} values; "
-                       "return each snapshot's metadata['step'] (ints)")
-        own_step = graph.get_state(checkpoint_config).metadata["step"]
-        if result == [own_step]:
-            raise Fail(f"on {description} you returned only the checkpoint itself: a checkpoint_id in the config is an "
-                       "exact-match filter; pass the thread alone as config and the checkpoint as before=")
-        if not result:
-            raise Fail(f"on {description} you returned []: a checkpoint_id in the config is an exact-match filter; "
-                       "pass the thread alone as config and the checkpoint as before=")
-        if result == expected[::-1]:
-            raise Fail(f"on {description} the order is reversed: get_state_history lists newest first")
-        if len(result) > len(expected) and result[:len(expected)] == expected:
-            raise Fail(f"on {description} you returned {len(result)} steps, not at most {limit}: pass limit= too")
-        if expected and result[1:len(expected) + 1] == expected[:len(result) - 1] and result[0] > expected[0]:
-            raise Fail(f"on {description} your list starts with the checkpoint itself; before= lists only the "
-                       "checkpoints that come before it")
-        raise Fail(f"on {description} expected {expected}, got {result!r}")
-    return "before= starts below a checkpoint, limit= caps the list, and a checkpoint_id alone is an exact match"
+        expect_type(result, list, "a list of pages, each a list of steps")
+        if result and all(isinstance(x, int) and not isinstance(x, bool) for x in result):
+            raise Fail(f"on {description} you returned one flat list of steps; return a list of pages, "
+                       "each page a list of at most size steps")
+        for page in result:
+            expect_type(page, list, "each page as a list of steps")
+            if any(isinstance(x, bool) or not isinstance(x, int) for x in page):
+                raise Fail(f"on {description} a page holds {type(page[0]).__name__} values; "
+                           "return each snapshot's metadata['step'] (ints)")
+        if result != expected:
+            raise Fail(_page_hint(description, result, expected, size))
+        if expected and any(limit != size for limit in counting.limits):
+            raise Fail(f"on {description} the pages are right, but a get_state_history call had limit="
+                       f"{counting.limits[0]!r}: fetch each page with limit=size, as a UI that never loads the whole "
+                       "history must")
+        if len(counting.limits) < len(expected):
+            raise Fail(f"on {description} you made {len(counting.limits)} get_state_history call(s) for "
+                       f"{len(expected)} pages: fetch each page with its own call (before=, limit=)")
+    return "one call per page: limit= caps a page, before= the last snapshot of the page fetches the next"
 
 
 # ---------------------------------------------------------------------------------------

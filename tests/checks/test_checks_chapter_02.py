@@ -8,43 +8,79 @@ from helpers import checkpoint_anatomy
 from helpers.checks import PASSED, evaluate
 
 
-# -- 02.2: learner listings ----------------------------------------------------------------
-def thread_of(checkpoint_config):
-    return {"configurable": {"thread_id": checkpoint_config["configurable"]["thread_id"]}}
+# -- 02.2: learner pagers ------------------------------------------------------------------
+def thread_of(thread_id):
+    return {"configurable": {"thread_id": thread_id}}
 
 
-def listed_from_the_checkpoint(graph, checkpoint_config, limit):
-    """Passes the checkpoint as config: an exact-match filter, so nothing comes before it."""
-    steps = graph.get_state_history(checkpoint_config, before=checkpoint_config, limit=limit)
-    return [s.metadata["step"] for s in steps]
+def steps(snapshots):
+    return [s.metadata["step"] for s in snapshots]
 
 
-def only_the_checkpoint(graph, checkpoint_config, limit):
-    return [s.metadata["step"] for s in graph.get_state_history(checkpoint_config, limit=limit)]
+def right_history_pages(graph, thread_id, size):
+    pages, page = [], list(graph.get_state_history(thread_of(thread_id), limit=size))
+    while page:
+        pages.append(steps(page))
+        page = list(graph.get_state_history(thread_of(thread_id), before=page[-1].config, limit=size))
+    return pages
 
 
-def without_limit(graph, checkpoint_config, limit):
-    return [s.metadata["step"] for s in graph.get_state_history(thread_of(checkpoint_config), before=checkpoint_config)]
+def pages_stopping_on_a_short_page(graph, thread_id, size):
+    """Also right: it saves the last, empty call."""
+    pages, before = [], None
+    while True:
+        page = list(graph.get_state_history(thread_of(thread_id), before=before, limit=size))
+        if page:
+            pages.append(steps(page))
+        if len(page) < size:
+            return pages
+        before = page[-1].config
 
 
-def oldest_first(graph, checkpoint_config, limit):
-    steps = graph.get_state_history(thread_of(checkpoint_config), before=checkpoint_config, limit=limit)
-    return [s.metadata["step"] for s in steps][::-1]
+def pages_before_the_first(graph, thread_id, size):
+    """before= the newest snapshot of the page: the pages overlap."""
+    pages, page = [], list(graph.get_state_history(thread_of(thread_id), limit=size))
+    while page and len(pages) < 20:
+        pages.append(steps(page))
+        page = list(graph.get_state_history(thread_of(thread_id), before=page[0].config, limit=size))
+    return pages
 
 
-def including_itself(graph, checkpoint_config, limit):
-    steps = [s.metadata["step"] for s in graph.get_state_history(thread_of(checkpoint_config))]
-    own = graph.get_state(checkpoint_config).metadata["step"]
-    return [step for step in steps if step <= own][:limit]
+def pages_from_the_checkpoint(graph, thread_id, size):
+    """The next page asked for with the oldest snapshot's config as config: an exact match, forever."""
+    pages, page = [], list(graph.get_state_history(thread_of(thread_id), limit=size))
+    while page:
+        pages.append(steps(page))
+        page = list(graph.get_state_history(page[-1].config, limit=size))
+    return pages
 
 
-def snapshots_not_steps(graph, checkpoint_config, limit):
-    return list(graph.get_state_history(thread_of(checkpoint_config), before=checkpoint_config, limit=limit))
+def pages_sliced_from_everything(graph, thread_id, size):
+    """Loads the whole history in one call and slices it."""
+    every = steps(graph.get_state_history(thread_of(thread_id)))
+    return [every[i:i + size] for i in range(0, len(every), size)]
 
 
-def right_steps_before(graph, checkpoint_config, limit):
-    steps = graph.get_state_history(thread_of(checkpoint_config), before=checkpoint_config, limit=limit)
-    return [s.metadata["step"] for s in steps]
+def pages_without_limit(graph, thread_id, size):
+    page = steps(graph.get_state_history(thread_of(thread_id)))
+    return [page] if page else []
+
+
+def pages_flat(graph, thread_id, size):
+    return [step for page in right_history_pages(graph, thread_id, size) for step in page]
+
+
+def pages_oldest_first(graph, thread_id, size):
+    return [page[::-1] for page in right_history_pages(graph, thread_id, size)][::-1]
+
+
+def pages_one_only(graph, thread_id, size):
+    page = steps(graph.get_state_history(thread_of(thread_id), limit=size))
+    return [page] if page else []
+
+
+def pages_of_snapshots(graph, thread_id, size):
+    return [list(graph.get_state_history(thread_of(thread_id), limit=size))]
 
 
 # -- 02.3: learner SQL ---------------------------------------------------------------------
@@ -104,12 +140,14 @@ WRONG_ANSWERS = {
         (([9, 7, 18],), "expected a dict"),
     ],
     "02.2": [
-        ((listed_from_the_checkpoint,), "you returned []: a checkpoint_id in the config is an exact-match filter"),
-        ((only_the_checkpoint,), "only the checkpoint itself"),
-        ((without_limit,), "pass limit= too"),
-        ((oldest_first,), "order is reversed"),
-        ((including_itself,), "starts with the checkpoint itself"),
-        ((snapshots_not_steps,), "return each snapshot's metadata['step']"),
+        ((pages_before_the_first,), "the pages overlap"),
+        ((pages_from_the_checkpoint,), "exact-match filter, so before= is how you move on"),
+        ((pages_sliced_from_everything,), "a get_state_history call had limit=None"),
+        ((pages_without_limit,), "pass limit=size"),
+        ((pages_flat,), "one flat list of steps"),
+        ((pages_oldest_first,), "order is reversed"),
+        ((pages_one_only,), "keep fetching"),
+        ((pages_of_snapshots,), "return each snapshot's metadata['step']"),
         (("not a function",), "expected a function"),
     ],
     "02.3": [
@@ -123,15 +161,19 @@ WRONG_ANSWERS = {
 
 
 # -- copy attacks: the nearest visible cell, pasted ---------------------------------------
-def pasted_listing_cell(graph, checkpoint_config, limit):
-    """Cell 'labelled' of section 'Addressing one checkpoint' pasted: its thread is trip-1, and it prints labels."""
-    thread = {"configurable": {"thread_id": "trip-1"}}
-    return [s.metadata["step"] for s in graph.get_state_history(thread, before=checkpoint_config, limit=limit)]
+def pasted_listing_cell(graph, thread_id, size):
+    """Cell 'labelled' of section 'Addressing one checkpoint' pasted: one listing of the thread, before= one point."""
+    thread = {"configurable": {"thread_id": thread_id}}
+    newest = next(iter(graph.get_state_history(thread)), None)
+    if newest is None:
+        return []
+    return [[newest.metadata["step"], *steps(graph.get_state_history(thread, before=newest.config, limit=size))]]
 
 
-def pasted_listing_from_the_checkpoint(graph, checkpoint_config, limit):
-    """The first line of the same cell: history(C4's config), the exact-match listing."""
-    return [s.metadata["step"] for s in graph.get_state_history(checkpoint_config)][:limit]
+def pasted_history_of_the_thread(graph, thread_id, size):
+    """The second line of that cell, history(thread), as one page."""
+    page = steps(graph.get_state_history({"configurable": {"thread_id": thread_id}}))
+    return [page] if page else []
 
 
 def pasted_rows_per_thread(db_path):
@@ -150,7 +192,7 @@ COPY_ATTACKS = {
              (({"checkpoints": 6, "newest_step": 5, "blobs": 12},),
               "the two-turn tables read off, with one more step")],
     "02.2": [((pasted_listing_cell,), "cell 'labelled' of section 'Addressing one checkpoint', pasted"),
-             ((pasted_listing_from_the_checkpoint,), "the first listing of that cell, history(C4's config)")],
+             ((pasted_history_of_the_thread,), "the history(thread) line of that cell, as one page")],
     "02.3": [((pasted_rows_per_thread,), "the table of the delete_thread cell (checkpoint_anatomy.rows_per_thread)"),
              ((pasted_rows_per_thread_as_dict,), "that table read into a dict without looking at its table column")],
 }
@@ -167,5 +209,6 @@ def test_right_answers_pass():
 
     assert third_turn_truth() == RIGHT_THIRD_TURN
     assert evaluate("02.1", dict(RIGHT_THIRD_TURN)).status == PASSED
-    assert evaluate("02.2", right_steps_before).status == PASSED
+    assert evaluate("02.2", right_history_pages).status == PASSED
+    assert evaluate("02.2", pages_stopping_on_a_short_page).status == PASSED
     assert evaluate("02.3", count_per_thread_in("checkpoints")).status == PASSED
