@@ -16,43 +16,61 @@ from typing import Any, TypedDict
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
-from ..travel_graphs import build_chat_graph, say
+from ..travel_graphs import build_chat_graph, reply, say
 from .protocol import Fail, call_answer, exercise, expect_keys, expect_type
 
 TURNS = ("I'd like a window seat, please.", "Which seat did I ask for?", "Do you have an aisle seat?")
 
 
 # ---------------------------------------------------------------------------------------
-# 02.1 predict a third turn
+# 02.1 predict a graph the chapter never ran: START -> check_in -> reply -> END
+
+
+def _check_in(state: MessagesState) -> dict[str, Any]:
+    """Looks at the state and changes nothing."""
+    return {}
+
+
+def check_in_graph(saver: BaseCheckpointSaver) -> CompiledStateGraph:
+    """START -> check_in -> reply -> END on MessagesState; check_in returns {}."""
+    builder = StateGraph(MessagesState)
+    builder.add_node("check_in", _check_in)
+    builder.add_node("reply", reply)
+    builder.add_edge(START, "check_in")
+    builder.add_edge("check_in", "reply")
+    builder.add_edge("reply", END)
+    return builder.compile(checkpointer=saver)
 
 
 @lru_cache(maxsize=1)
-def third_turn_truth() -> dict[str, int]:
-    """Run three turns on a fresh InMemorySaver and measure the thread and the saver."""
-    saver = InMemorySaver()
-    graph = build_chat_graph(saver)
-    for text in TURNS:
+def two_turns_truth() -> dict[str, int]:
+    """Run two turns of the check_in graph on a fresh InMemorySaver and measure the thread."""
+    graph = check_in_graph(InMemorySaver())
+    for text in TURNS[:2]:
         say(graph, "check-02-1", text)
     config = {"configurable": {"thread_id": "check-02-1"}}
-    return {"checkpoints": len(list(graph.get_state_history(config))),
-            "newest_step": graph.get_state(config).metadata["step"], "blobs": len(saver.blobs)}
+    history = list(graph.get_state_history(config))
+    return {"checkpoints": len(history), "newest_step": graph.get_state(config).metadata["step"],
+            "reply_pending": sum(1 for s in history if s.next == ("reply",))}
 
 
-THIRD_TURN_HINTS = {
-    "checkpoints": "every turn adds an input checkpoint plus one per step (__start__, then reply)",
-    "newest_step": "steps keep counting across invokes: turn 2 ended at step 4, so turn 3's input checkpoint is step 5",
-    "blobs": "a checkpoint stores a blob only for the channels whose version moved: per turn __start__ twice "
-             "(the input, then consumed), branch:to:reply twice and messages twice",
+TWO_TURNS_HINTS = {
+    "checkpoints": "a turn is saved when its input arrives and after each step; this graph runs one more node per "
+                   "turn than the chapter's (__start__, check_in, reply), and the thread keeps both turns",
+    "newest_step": "steps keep counting across invokes: count turn 1's steps from -1, and turn 2's input "
+                   "checkpoint takes the next number",
+    "reply_pending": "next names what runs in the following step: reply is pending in the checkpoint saved right "
+                     "after check_in ran, once per turn",
 }
 
 
 @exercise("02.1")
-def check_third_turn_prediction(answer: Any) -> str:
-    expect_type(answer, dict, 'a dict with the keys "checkpoints", "newest_step", "blobs"')
-    truth = third_turn_truth()
+def check_two_turns_prediction(answer: Any) -> str:
+    expect_type(answer, dict, 'a dict with the keys "checkpoints", "newest_step", "reply_pending"')
+    truth = two_turns_truth()
     expect_keys(answer, truth)
     for key in truth:
         expect_type(answer[key], int, f"{key}")
@@ -60,16 +78,20 @@ def check_third_turn_prediction(answer: Any) -> str:
     if wrong:
         key = wrong[0]
         extra = ""
-        if key == "newest_step" and answer[key] == 1:
+        if key == "checkpoints" and answer[key] == 6:
+            extra = "; 6 is the one-node graph's count, 3 per turn"
+        if key == "checkpoints" and answer[key] == 4:
+            extra = "; 4 counts one turn only"
+        if key == "newest_step" and answer[key] == 2:
             extra = "; the step counter does not restart at -1 for a new invoke"
-        if key == "blobs" and answer[key] == truth["checkpoints"]:
-            extra = "; one blob per checkpoint is how SqliteSaver stores, not InMemorySaver"
-        if key == "blobs" and answer[key] == 3 * truth["checkpoints"]:
-            extra = "; a checkpoint reuses the blobs of the channels it did not change"
+        if key == "newest_step" and answer[key] == 4:
+            extra = "; 4 is the one-node graph's newest step"
+        if key == "reply_pending" and answer[key] == 0:
+            extra = "; a checkpoint whose next step runs reply has ('reply',) in next"
         verb = "is" if len(wrong) == 1 else "are"
-        raise Fail(f"{len(wrong)} of {len(truth)} {verb} off, starting with {key!r}: {THIRD_TURN_HINTS[key]}{extra}")
-    return (f"{truth['checkpoints']} checkpoints, newest at step {truth['newest_step']}, "
-            f"{truth['blobs']} blobs: 6 new ones per turn")
+        raise Fail(f"{len(wrong)} of {len(truth)} {verb} off, starting with {key!r}: {TWO_TURNS_HINTS[key]}{extra}")
+    return (f"{truth['checkpoints']} checkpoints, newest at step {truth['newest_step']}, reply pending in "
+            f"{truth['reply_pending']}: one checkpoint for the input and one per step, in every turn")
 
 
 # ---------------------------------------------------------------------------------------

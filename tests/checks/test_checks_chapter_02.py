@@ -126,18 +126,20 @@ def count_distinct_steps(db_path):
         con.close()
 
 
-RIGHT_THIRD_TURN = {"checkpoints": 9, "newest_step": 7, "blobs": 18}
+RIGHT_TWO_TURNS = {"checkpoints": 8, "newest_step": 6, "reply_pending": 2}
 
 WRONG_ANSWERS = {
     "02.1": [
-        (({**RIGHT_THIRD_TURN, "checkpoints": 6},), "1 of 3 is off, starting with 'checkpoints'"),
-        (({**RIGHT_THIRD_TURN, "newest_step": 1},), "does not restart at -1"),
-        (({**RIGHT_THIRD_TURN, "blobs": 9},), "how SqliteSaver stores"),
-        (({**RIGHT_THIRD_TURN, "blobs": 27},), "reuses the blobs"),
-        (({**RIGHT_THIRD_TURN, "checkpoints": 6, "blobs": 12},), "2 of 3 are off"),
-        (({"checkpoints": 9, "blobs": 18},), "missing key"),
-        (({**RIGHT_THIRD_TURN, "blobs": "18"},), "expected an int"),
-        (([9, 7, 18],), "expected a dict"),
+        (({**RIGHT_TWO_TURNS, "checkpoints": 6},), "6 is the one-node graph's count"),
+        (({**RIGHT_TWO_TURNS, "checkpoints": 4},), "4 counts one turn only"),
+        (({**RIGHT_TWO_TURNS, "checkpoints": 10},), "1 of 3 is off, starting with 'checkpoints'"),
+        (({**RIGHT_TWO_TURNS, "newest_step": 2},), "does not restart at -1"),
+        (({**RIGHT_TWO_TURNS, "newest_step": 4},), "one-node graph's newest step"),
+        (({**RIGHT_TWO_TURNS, "reply_pending": 0},), "has ('reply',) in next"),
+        (({**RIGHT_TWO_TURNS, "checkpoints": 6, "newest_step": 4},), "2 of 3 are off"),
+        (({"checkpoints": 8, "newest_step": 6},), "missing key"),
+        (({**RIGHT_TWO_TURNS, "reply_pending": "2"},), "expected an int"),
+        (([8, 6, 2],), "expected a dict"),
     ],
     "02.2": [
         ((pages_before_the_first,), "the pages overlap"),
@@ -187,10 +189,10 @@ def pasted_rows_per_thread_as_dict(db_path):
 
 
 COPY_ATTACKS = {
-    "02.1": [(({"checkpoints": 6, "newest_step": 4, "blobs": 12},),
-              "the two-turn numbers of the visible cells (print_history, blob_rows) copied"),
-             (({"checkpoints": 6, "newest_step": 5, "blobs": 12},),
-              "the two-turn tables read off, with one more step")],
+    "02.1": [(({"checkpoints": 6, "newest_step": 4, "reply_pending": 2},),
+              "the one-node graph's two turns, read off the prediction cell's history (print_history)"),
+             (({"checkpoints": 6, "newest_step": 5, "reply_pending": 2},),
+              "the same history with one more step for check_in, but no more checkpoints")],
     "02.2": [((pasted_listing_cell,), "cell 'labelled' of section 'Addressing one checkpoint', pasted"),
              ((pasted_history_of_the_thread,), "the history(thread) line of that cell, as one page")],
     "02.3": [((pasted_rows_per_thread,), "the table of the delete_thread cell (checkpoint_anatomy.rows_per_thread)"),
@@ -205,10 +207,10 @@ def test_copy_attacks_do_not_pass(exercise_id, args, pasted):
 
 
 def test_right_answers_pass():
-    from helpers.checks.chapter_02 import third_turn_truth
+    from helpers.checks.chapter_02 import two_turns_truth
 
-    assert third_turn_truth() == RIGHT_THIRD_TURN
-    assert evaluate("02.1", dict(RIGHT_THIRD_TURN)).status == PASSED
+    assert two_turns_truth() == RIGHT_TWO_TURNS
+    assert evaluate("02.1", dict(RIGHT_TWO_TURNS)).status == PASSED
     assert evaluate("02.2", right_history_pages).status == PASSED
     assert evaluate("02.2", pages_stopping_on_a_short_page).status == PASSED
     assert evaluate("02.3", count_per_thread_in("checkpoints")).status == PASSED
