@@ -72,11 +72,32 @@ def _built(build_assistant: Callable[[Any], Any], saver: BaseCheckpointSaver) ->
     return graph
 
 
+def _turns(turns_so_far: Callable[[Any, str], Any], graph: Pregel, config_for: Callable[[str], Any],
+           conversation: str) -> Any:
+    """turns_so_far(graph, conversation), failing with a hint if it raises or runs the graph."""
+    config = call_answer(config_for, conversation, what="config_for(conversation_id)")
+    before = _message_count(graph, config)
+    try:
+        got = call_answer(turns_so_far, graph, conversation, what="turns_so_far(graph, conversation_id)")
+    except KeyError as exc:
+        raise Fail(f"turns_so_far raised KeyError {exc} for conversation {conversation!r}: a conversation that never "
+                   "started has an empty state (values is {}); read values.get('messages', [])") from None
+    except Exception as exc:
+        raise Fail(f"turns_so_far raised {type(exc).__name__} for conversation {conversation!r}: {exc}") from None
+    if _message_count(graph, config) != before:
+        raise Fail("turns_so_far changed the conversation: it ran the graph. Read what the saver holds with "
+                   "graph.get_state(config) instead of invoking")
+    if isinstance(got, bool) or not isinstance(got, int):
+        raise Fail(f"turns_so_far returned {type(got).__name__}; return an int, the number of user messages")
+    return got
+
+
 @exercise("01.1")
-def check_persistent_assistant(build_assistant: Callable[[Any], Any], config_for: Callable[[str], Any]) -> str:
-    first, second = _configs(config_for)
+def check_persistent_assistant(build_assistant: Callable[[Any], Any], config_for: Callable[[str], Any],
+                               turns_so_far: Callable[[Any, str], Any]) -> str:
     saver = InMemorySaver()
     graph = _built(build_assistant, saver)
+    first, second = _configs(config_for)
     _answer(graph, first, WINDOW)
     answer = _answer(graph, first, WHERE)
     if "window" not in answer:
@@ -89,7 +110,19 @@ def check_persistent_assistant(build_assistant: Callable[[Any], Any], config_for
     reopened = _built(build_assistant, saver)
     if _message_count(reopened, first) != 4:
         raise Fail("a second graph built on the same saver does not see conversation a's 4 messages")
-    return "two turns remembered, two conversations apart, and a second graph on the same saver sees the thread"
+    for turns_graph, conversation, expected, saved in ((reopened, "conv-a", 2, 4), (graph, "conv-b", 1, 2),
+                                                       (reopened, "conv-never-started", 0, 0)):
+        got = _turns(turns_so_far, turns_graph, config_for, conversation)
+        if got == expected:
+            continue
+        if saved and got == saved:
+            raise Fail(f"turns_so_far({conversation!r}) gave {got}, the number of all saved messages; the assistant's "
+                       "answers are saved too: count only the user's (message.type == 'human')")
+        if got == 0:
+            raise Fail(f"turns_so_far({conversation!r}) gave 0 although the conversation has {expected} user "
+                       "message(s); read the state through config_for(conversation_id), on the graph you are given")
+        raise Fail(f"turns_so_far({conversation!r}) gave {got}; the conversation holds {expected} user message(s)")
+    return "two conversations kept apart, and a second graph reads their turns back from the saver"
 
 
 # ---------------------------------------------------------------------------------------
@@ -120,6 +153,10 @@ def check_recent_reply_node(node: Callable[[Any], Any]) -> str:
     for text in (WINDOW, "Is there wifi on board?"):
         _answer(graph, far, text)
     answer = _answer(graph, far, WHERE)
+    if answer.startswith("Noted"):
+        raise Fail(f"with five messages saved, the assistant answered {answer!r} to the user's question: the last "
+                   "message the model was handed was not the newest one. state['messages'][:3] is the oldest three "
+                   "messages; the newest three are state['messages'][-3:]")
     if DONT_KNOW not in answer:
         raise Fail(f"with the seat four messages back, the assistant still answered {answer!r}: the model was "
                    "handed more than the newest three messages")

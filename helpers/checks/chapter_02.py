@@ -16,43 +16,61 @@ from typing import Any, TypedDict
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
-from ..travel_graphs import build_chat_graph, say
+from ..travel_graphs import build_chat_graph, reply, say
 from .protocol import Fail, call_answer, exercise, expect_keys, expect_type
 
 TURNS = ("I'd like a window seat, please.", "Which seat did I ask for?", "Do you have an aisle seat?")
 
 
 # ---------------------------------------------------------------------------------------
-# 02.1 predict a third turn
+# 02.1 predict a graph the chapter never ran: START -> check_in -> reply -> END
+
+
+def _check_in(state: MessagesState) -> dict[str, Any]:
+    """Looks at the state and changes nothing."""
+    return {}
+
+
+def check_in_graph(saver: BaseCheckpointSaver) -> CompiledStateGraph:
+    """START -> check_in -> reply -> END on MessagesState; check_in returns {}."""
+    builder = StateGraph(MessagesState)
+    builder.add_node("check_in", _check_in)
+    builder.add_node("reply", reply)
+    builder.add_edge(START, "check_in")
+    builder.add_edge("check_in", "reply")
+    builder.add_edge("reply", END)
+    return builder.compile(checkpointer=saver)
 
 
 @lru_cache(maxsize=1)
-def third_turn_truth() -> dict[str, int]:
-    """Run three turns on a fresh InMemorySaver and measure the thread and the saver."""
-    saver = InMemorySaver()
-    graph = build_chat_graph(saver)
-    for text in TURNS:
+def two_turns_truth() -> dict[str, int]:
+    """Run two turns of the check_in graph on a fresh InMemorySaver and measure the thread."""
+    graph = check_in_graph(InMemorySaver())
+    for text in TURNS[:2]:
         say(graph, "check-02-1", text)
     config = {"configurable": {"thread_id": "check-02-1"}}
-    return {"checkpoints": len(list(graph.get_state_history(config))),
-            "newest_step": graph.get_state(config).metadata["step"], "blobs": len(saver.blobs)}
+    history = list(graph.get_state_history(config))
+    return {"checkpoints": len(history), "newest_step": graph.get_state(config).metadata["step"],
+            "reply_pending": sum(1 for s in history if s.next == ("reply",))}
 
 
-THIRD_TURN_HINTS = {
-    "checkpoints": "every turn adds an input checkpoint plus one per step (__start__, then reply)",
-    "newest_step": "steps keep counting across invokes: turn 2 ended at step 4, so turn 3's input checkpoint is step 5",
-    "blobs": "a checkpoint stores a blob only for the channels whose version moved: per turn __start__ twice "
-             "(the input, then consumed), branch:to:reply twice and messages twice",
+TWO_TURNS_HINTS = {
+    "checkpoints": "a turn is saved when its input arrives and after each step; this graph runs one more node per "
+                   "turn than the chapter's (__start__, check_in, reply), and the thread keeps both turns",
+    "newest_step": "steps keep counting across invokes: count turn 1's steps from -1, and turn 2's input "
+                   "checkpoint takes the next number",
+    "reply_pending": "next names what runs in the following step: reply is pending in the checkpoint saved right "
+                     "after check_in ran, once per turn",
 }
 
 
 @exercise("02.1")
-def check_third_turn_prediction(answer: Any) -> str:
-    expect_type(answer, dict, 'a dict with the keys "checkpoints", "newest_step", "blobs"')
-    truth = third_turn_truth()
+def check_two_turns_prediction(answer: Any) -> str:
+    expect_type(answer, dict, 'a dict with the keys "checkpoints", "newest_step", "reply_pending"')
+    truth = two_turns_truth()
     expect_keys(answer, truth)
     for key in truth:
         expect_type(answer[key], int, f"{key}")
@@ -60,71 +78,120 @@ def check_third_turn_prediction(answer: Any) -> str:
     if wrong:
         key = wrong[0]
         extra = ""
-        if key == "newest_step" and answer[key] == 1:
+        if key == "checkpoints" and answer[key] == 6:
+            extra = "; 6 is the one-node graph's count, 3 per turn"
+        if key == "checkpoints" and answer[key] == 4:
+            extra = "; 4 counts one turn only"
+        if key == "newest_step" and answer[key] == 2:
             extra = "; the step counter does not restart at -1 for a new invoke"
-        if key == "blobs" and answer[key] == truth["checkpoints"]:
-            extra = "; one blob per checkpoint is how SqliteSaver stores, not InMemorySaver"
-        if key == "blobs" and answer[key] == 3 * truth["checkpoints"]:
-            extra = "; a checkpoint reuses the blobs of the channels it did not change"
+        if key == "newest_step" and answer[key] == 4:
+            extra = "; 4 is the one-node graph's newest step"
+        if key == "reply_pending" and answer[key] == 0:
+            extra = "; a checkpoint whose next step runs reply has ('reply',) in next"
         verb = "is" if len(wrong) == 1 else "are"
-        raise Fail(f"{len(wrong)} of {len(truth)} {verb} off, starting with {key!r}: {THIRD_TURN_HINTS[key]}{extra}")
-    return (f"{truth['checkpoints']} checkpoints, newest at step {truth['newest_step']}, "
-            f"{truth['blobs']} blobs: 6 new ones per turn")
+        raise Fail(f"{len(wrong)} of {len(truth)} {verb} off, starting with {key!r}: {TWO_TURNS_HINTS[key]}{extra}")
+    return (f"{truth['checkpoints']} checkpoints, newest at step {truth['newest_step']}, reply pending in "
+            f"{truth['reply_pending']}: one checkpoint for the input and one per step, in every turn")
 
 
 # ---------------------------------------------------------------------------------------
-# 02.2 list from a point
+# 02.2 page through a history, one get_state_history call per page
 
 
-def _before_cases() -> list[tuple[str, CompiledStateGraph, dict[str, Any], int, list[int]]]:
-    """(description, graph, checkpoint config, limit, expected steps newest first); two threads, one saver."""
+class _Runaway(BaseException):
+    """Raised inside the learner's loop when it calls get_state_history far too often."""
+
+
+class _PageCountingGraph:
+    """A graph stand-in that records each get_state_history call's limit and stops a runaway loop."""
+
+    def __init__(self, graph: CompiledStateGraph, max_calls: int) -> None:
+        self._graph = graph
+        self._max_calls = max_calls
+        self.limits: list[Any] = []
+
+    def get_state_history(self, config: Any, *args: Any, **kwargs: Any) -> Any:
+        self.limits.append(kwargs.get("limit", args[2] if len(args) > 2 else None))
+        if len(self.limits) > self._max_calls:
+            raise _Runaway
+        return self._graph.get_state_history(config, *args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._graph, name)
+
+
+def _paged(steps: list[int], size: int) -> list[list[int]]:
+    return [steps[i:i + size] for i in range(0, len(steps), size)]
+
+
+def _page_cases() -> list[tuple[str, CompiledStateGraph, str, int, list[list[int]]]]:
+    """(description, graph, thread_id, size, expected pages); threads of two and three turns on one saver."""
     graph = build_chat_graph(InMemorySaver())
     for text in TURNS[:2]:
         say(graph, "two-turns", text)
     for text in TURNS:
         say(graph, "three-turns", text)
-
-    def at_step(thread_id: str, step: int) -> dict[str, Any]:
-        history = graph.get_state_history({"configurable": {"thread_id": thread_id}})
-        return next(s.config for s in history if s.metadata["step"] == step)
-
+    two, three = [4, 3, 2, 1, 0, -1], [7, 6, 5, 4, 3, 2, 1, 0, -1]
     return [
-        ("the step-3 checkpoint of a two-turn thread, limit 2", graph, at_step("two-turns", 3), 2, [2, 1]),
-        ("the step-3 checkpoint of a two-turn thread, limit 10", graph, at_step("two-turns", 3), 10, [2, 1, 0, -1]),
-        ("the first checkpoint of a thread, limit 3", graph, at_step("two-turns", -1), 3, []),
-        ("the step-6 checkpoint of a three-turn thread, limit 3", graph, at_step("three-turns", 6), 3, [5, 4, 3]),
+        ("a two-turn thread, pages of 4", graph, "two-turns", 4, _paged(two, 4)),
+        ("a two-turn thread, pages of 2", graph, "two-turns", 2, _paged(two, 2)),
+        ("a three-turn thread, pages of 4", graph, "three-turns", 4, _paged(three, 4)),
+        ("a three-turn thread, pages of 10", graph, "three-turns", 10, _paged(three, 10)),
+        ("a thread that never started, pages of 3", graph, "never-started", 3, []),
     ]
 
 
+def _page_hint(description: str, result: list[Any], expected: list[list[int]], size: int) -> str:
+    flat = [step for page in result for step in page]
+    wanted = [step for page in expected for step in page]
+    if any(len(page) > size for page in result):
+        return f"on {description} a page holds more than {size} steps: pass limit=size"
+    if len(flat) > len(set(flat)):
+        return (f"on {description} the pages overlap ({result}): before= takes the config of the last (oldest) "
+                "snapshot of the previous page, not its first")
+    if flat == wanted[::-1] or [page[::-1] for page in result] == expected:
+        return f"on {description} the order is reversed: get_state_history lists newest first"
+    if result and not flat:
+        return f"on {description} you returned empty pages {result}; leave out a page that comes back empty"
+    if set(flat) < set(wanted):
+        missing = sorted(set(wanted) - set(flat))
+        return (f"on {description} the steps {missing} are missing: keep fetching, with before= the last snapshot "
+                "of the page you got, until a page comes back empty")
+    return f"on {description} expected {expected}, got {result!r}"
+
+
 @exercise("02.2")
-def check_steps_before(steps_before: Any) -> str:
-    for description, graph, checkpoint_config, limit, expected in _before_cases():
-        result = call_answer(steps_before, graph, checkpoint_config, limit,
-                             what="steps_before(graph, checkpoint_config, limit)", case=description)
+def check_history_pages(history_pages: Any) -> str:
+    for description, graph, thread_id, size, expected in _page_cases():
+        counting = _PageCountingGraph(graph, max_calls=len(expected) + 10)
+        try:
+            result = call_answer(history_pages, counting, thread_id, size,
+                                 what="history_pages(graph, thread_id, size)", case=description)
+        except _Runaway:
+            raise Fail(f"on {description} your loop called get_state_history more than {len(expected) + 10} times "
+                       "without ending: stop when a page comes back empty, and pass the thread alone as config (a "
+                       "checkpoint_id in it is an exact-match filter, so before= is how you move on)") from None
         if isinstance(result, tuple):
             result = list(result)
-        expect_type(result, list, "the steps, newest first")
-        if result == expected:
-            continue
-        if any(isinstance(x, bool) or not isinstance(x, int) for x in result):
-            raise Fail(f"on {description} the list holds {type(result[0]).__name__} values; "
-                       "return each snapshot's metadata['step'] (ints)")
-        own_step = graph.get_state(checkpoint_config).metadata["step"]
-        if result == [own_step]:
-            raise Fail(f"on {description} you returned only the checkpoint itself: a checkpoint_id in the config is an "
-                       "exact-match filter; pass the thread alone as config and the checkpoint as before=")
-        if not result:
-            raise Fail(f"on {description} you returned []: a checkpoint_id in the config is an exact-match filter; "
-                       "pass the thread alone as config and the checkpoint as before=")
-        if result == expected[::-1]:
-            raise Fail(f"on {description} the order is reversed: get_state_history lists newest first")
-        if len(result) > len(expected) and result[:len(expected)] == expected:
-            raise Fail(f"on {description} you returned {len(result)} steps, not at most {limit}: pass limit= too")
-        if expected and result[1:len(expected) + 1] == expected[:len(result) - 1] and result[0] > expected[0]:
-            raise Fail(f"on {description} your list starts with the checkpoint itself; before= lists only the "
-                       "checkpoints that come before it")
-        raise Fail(f"on {description} expected {expected}, got {result!r}")
-    return "before= starts below a checkpoint, limit= caps the list, and a checkpoint_id alone is an exact match"
+        expect_type(result, list, "a list of pages, each a list of steps")
+        if result and all(isinstance(x, int) and not isinstance(x, bool) for x in result):
+            raise Fail(f"on {description} you returned one flat list of steps; return a list of pages, "
+                       "each page a list of at most size steps")
+        for page in result:
+            expect_type(page, list, "each page as a list of steps")
+            if any(isinstance(x, bool) or not isinstance(x, int) for x in page):
+                raise Fail(f"on {description} a page holds {type(page[0]).__name__} values; "
+                           "return each snapshot's metadata['step'] (ints)")
+        if result != expected:
+            raise Fail(_page_hint(description, result, expected, size))
+        if expected and any(limit != size for limit in counting.limits):
+            raise Fail(f"on {description} the pages are right, but a get_state_history call had limit="
+                       f"{counting.limits[0]!r}: fetch each page with limit=size, as a UI that never loads the whole "
+                       "history must")
+        if len(counting.limits) < len(expected):
+            raise Fail(f"on {description} you made {len(counting.limits)} get_state_history call(s) for "
+                       f"{len(expected)} pages: fetch each page with its own call (before=, limit=)")
+    return "one call per page: limit= caps a page, before= the last snapshot of the page fetches the next"
 
 
 # ---------------------------------------------------------------------------------------

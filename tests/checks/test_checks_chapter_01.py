@@ -1,5 +1,6 @@
-"""Wrong answers for chapter 01's exercises must fail with a hint (shape: see chapter 00)."""
+"""Wrong answers for chapter 01's exercises must fail with a hint, and pasted cells must not pass (see chapter 00)."""
 
+import pytest
 from langchain_core.messages import AIMessage, RemoveMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
@@ -22,6 +23,32 @@ def right_build(checkpointer):
 
 def right_config(conversation_id):
     return {"configurable": {"thread_id": conversation_id}}
+
+
+def right_turns(graph, conversation_id):
+    messages = graph.get_state(right_config(conversation_id)).values.get("messages", [])
+    return sum(1 for m in messages if m.type == "human")
+
+
+# -- 01.1 turns_so_far: realistic mistakes ---------------------------------------------------
+def turns_all_messages(graph, conversation_id):
+    """Cell 'message_count' of section 'Other threads, other savers, other graph objects', pasted."""
+    return len(graph.get_state({"configurable": {"thread_id": conversation_id}}).values.get("messages", []))
+
+
+def turns_strict_values(graph, conversation_id):
+    return sum(1 for m in graph.get_state(right_config(conversation_id)).values["messages"] if m.type == "human")
+
+
+def turns_by_invoking(graph, conversation_id):
+    result = graph.invoke({"messages": []}, right_config(conversation_id))
+    return sum(1 for m in result["messages"] if m.type == "human")
+
+
+def turns_fixed_thread(graph, conversation_id):
+    """The section's config, {"thread_id": "trip-1"}, pasted instead of config_for."""
+    messages = graph.get_state({"configurable": {"thread_id": "trip-1"}}).values.get("messages", [])
+    return sum(1 for m in messages if m.type == "human")
 
 
 # -- 01.1: realistic mistakes ---------------------------------------------------------------
@@ -56,6 +83,11 @@ def recent_by_trimming(state):
     return {"messages": stale + [stand_in_reply(state["messages"][-3:])]}
 
 
+def recent_oldest_three(state):
+    """learner-E's trial: three messages, but the oldest three."""
+    return {"messages": [stand_in_reply(state["messages"][:3])]}
+
+
 SURVIVAL = {
     "InMemorySaver, new graph, same process": True,
     "InMemorySaver, kernel restarted": False,
@@ -65,15 +97,21 @@ SURVIVAL = {
 }
 
 WRONG_ANSWERS = {
-    "01.1": [((build_without_checkpointer, right_config), "compile(checkpointer=checkpointer)"),
-             ((build_with_own_saver, right_config), "a checkpointer of its own"),
-             ((build_not_compiled, right_config), "returned the builder"),
-             ((build_short_sighted, right_config), "whole state['messages']"),
-             ((right_build, lambda c: {"thread_id": c}), "inside config['configurable']"),
-             ((right_build, lambda c: {"configurable": {"thread_id": "chat"}}), "same thread_id"),
-             ((right_build, lambda c: {"configurable": {"user": c}}), "needs {'configurable'"),
-             ((right_build, lambda c: None), "expected a dict")],
+    "01.1": [((build_without_checkpointer, right_config, right_turns), "compile(checkpointer=checkpointer)"),
+             ((build_with_own_saver, right_config, right_turns), "a checkpointer of its own"),
+             ((build_not_compiled, right_config, right_turns), "returned the builder"),
+             ((build_short_sighted, right_config, right_turns), "whole state['messages']"),
+             ((right_build, lambda c: {"thread_id": c}, right_turns), "inside config['configurable']"),
+             ((right_build, lambda c: {"configurable": {"thread_id": "chat"}}, right_turns), "same thread_id"),
+             ((right_build, lambda c: {"configurable": {"user": c}}, right_turns), "needs {'configurable'"),
+             ((right_build, lambda c: None, right_turns), "expected a dict"),
+             ((right_build, right_config, turns_all_messages), "count only the user's"),
+             ((right_build, right_config, turns_strict_values), "values.get('messages', [])"),
+             ((right_build, right_config, turns_by_invoking), "it ran the graph"),
+             ((right_build, right_config, turns_fixed_thread), "gave 0 although"),
+             ((right_build, right_config, lambda g, c: "2"), "return an int")],
     "01.2": [((recent_two,),  "state['messages'][-3:]"),
+             ((recent_oldest_three,), "state['messages'][:3] is the oldest three"),
              ((recent_all,), "more than the newest three"),
              ((recent_by_trimming,), "must not remove saved messages"),
              ((lambda state: stand_in_reply(state["messages"][-3:]),), "a dict like"),
@@ -87,8 +125,29 @@ WRONG_ANSWERS = {
 }
 
 
+COPY_ATTACKS = {
+    "01.1": [((lambda saver: build_chat_graph(saver), right_config, turns_all_messages),
+              "cell 'build_chat_graph' of section 'The same graph in one call' and cell 'message_count' of section "
+              "'Other threads, other savers, other graph objects', pasted"),
+             ((right_build, lambda c: {"configurable": {"thread_id": "trip-1"}}, turns_fixed_thread),
+              "the four builder lines of section 'The graph: one node, two edges' and its config for trip-1")],
+    "01.2": [((reply_to_last_only,), "cell 'reply_to_last_only' of section 'Saved state is not what the model sees'"),
+             ((reply,), "cell 'reply' of section 'The graph: one node, two edges'")],
+    "01.3": [(({"InMemorySaver, new graph, same process": False, "InMemorySaver, kernel restarted": False,
+                "SQLite file, kernel restarted": True, "SQLite ':memory:', kernel restarted": True,
+                "SQLite ':memory:', new graph, same saver": True},),
+              "the restart section's result read as a rule per class: InMemorySaver forgets, SqliteSaver keeps")],
+}
+
+
+@pytest.mark.parametrize("exercise_id,args,pasted",
+                         [(e, a, p) for e, cases in COPY_ATTACKS.items() for a, p in cases])
+def test_copy_attacks_do_not_pass(exercise_id, args, pasted):
+    assert evaluate(exercise_id, *args).status != PASSED, pasted
+
+
 def test_right_answers_pass():
-    assert evaluate("01.1", right_build, right_config).status == PASSED
-    assert evaluate("01.1", lambda saver: build_chat_graph(saver), right_config).status == PASSED
+    assert evaluate("01.1", right_build, right_config, right_turns).status == PASSED
+    assert evaluate("01.1", lambda saver: build_chat_graph(saver), right_config, right_turns).status == PASSED
     assert evaluate("01.2", lambda state: {"messages": [stand_in_reply(state["messages"][-3:])]}).status == PASSED
     assert evaluate("01.3", dict(SURVIVAL)).status == PASSED

@@ -1,47 +1,86 @@
-"""Wrong answers for chapter 02's exercises must fail with a hint (same shape as chapter 00)."""
+"""Wrong answers for chapter 02's exercises must fail with a hint, and pasted cells must not pass (see chapter 00)."""
 
 import sqlite3
 
+import pytest
+
+from helpers import checkpoint_anatomy
 from helpers.checks import PASSED, evaluate
 
 
-# -- 02.2: learner listings ----------------------------------------------------------------
-def thread_of(checkpoint_config):
-    return {"configurable": {"thread_id": checkpoint_config["configurable"]["thread_id"]}}
+# -- 02.2: learner pagers ------------------------------------------------------------------
+def thread_of(thread_id):
+    return {"configurable": {"thread_id": thread_id}}
 
 
-def listed_from_the_checkpoint(graph, checkpoint_config, limit):
-    """Passes the checkpoint as config: an exact-match filter, so nothing comes before it."""
-    steps = graph.get_state_history(checkpoint_config, before=checkpoint_config, limit=limit)
-    return [s.metadata["step"] for s in steps]
+def steps(snapshots):
+    return [s.metadata["step"] for s in snapshots]
 
 
-def only_the_checkpoint(graph, checkpoint_config, limit):
-    return [s.metadata["step"] for s in graph.get_state_history(checkpoint_config, limit=limit)]
+def right_history_pages(graph, thread_id, size):
+    pages, page = [], list(graph.get_state_history(thread_of(thread_id), limit=size))
+    while page:
+        pages.append(steps(page))
+        page = list(graph.get_state_history(thread_of(thread_id), before=page[-1].config, limit=size))
+    return pages
 
 
-def without_limit(graph, checkpoint_config, limit):
-    return [s.metadata["step"] for s in graph.get_state_history(thread_of(checkpoint_config), before=checkpoint_config)]
+def pages_stopping_on_a_short_page(graph, thread_id, size):
+    """Also right: it saves the last, empty call."""
+    pages, before = [], None
+    while True:
+        page = list(graph.get_state_history(thread_of(thread_id), before=before, limit=size))
+        if page:
+            pages.append(steps(page))
+        if len(page) < size:
+            return pages
+        before = page[-1].config
 
 
-def oldest_first(graph, checkpoint_config, limit):
-    steps = graph.get_state_history(thread_of(checkpoint_config), before=checkpoint_config, limit=limit)
-    return [s.metadata["step"] for s in steps][::-1]
+def pages_before_the_first(graph, thread_id, size):
+    """before= the newest snapshot of the page: the pages overlap."""
+    pages, page = [], list(graph.get_state_history(thread_of(thread_id), limit=size))
+    while page and len(pages) < 20:
+        pages.append(steps(page))
+        page = list(graph.get_state_history(thread_of(thread_id), before=page[0].config, limit=size))
+    return pages
 
 
-def including_itself(graph, checkpoint_config, limit):
-    steps = [s.metadata["step"] for s in graph.get_state_history(thread_of(checkpoint_config))]
-    own = graph.get_state(checkpoint_config).metadata["step"]
-    return [step for step in steps if step <= own][:limit]
+def pages_from_the_checkpoint(graph, thread_id, size):
+    """The next page asked for with the oldest snapshot's config as config: an exact match, forever."""
+    pages, page = [], list(graph.get_state_history(thread_of(thread_id), limit=size))
+    while page:
+        pages.append(steps(page))
+        page = list(graph.get_state_history(page[-1].config, limit=size))
+    return pages
 
 
-def snapshots_not_steps(graph, checkpoint_config, limit):
-    return list(graph.get_state_history(thread_of(checkpoint_config), before=checkpoint_config, limit=limit))
+def pages_sliced_from_everything(graph, thread_id, size):
+    """Loads the whole history in one call and slices it."""
+    every = steps(graph.get_state_history(thread_of(thread_id)))
+    return [every[i:i + size] for i in range(0, len(every), size)]
 
 
-def right_steps_before(graph, checkpoint_config, limit):
-    steps = graph.get_state_history(thread_of(checkpoint_config), before=checkpoint_config, limit=limit)
-    return [s.metadata["step"] for s in steps]
+def pages_without_limit(graph, thread_id, size):
+    page = steps(graph.get_state_history(thread_of(thread_id)))
+    return [page] if page else []
+
+
+def pages_flat(graph, thread_id, size):
+    return [step for page in right_history_pages(graph, thread_id, size) for step in page]
+
+
+def pages_oldest_first(graph, thread_id, size):
+    return [page[::-1] for page in right_history_pages(graph, thread_id, size)][::-1]
+
+
+def pages_one_only(graph, thread_id, size):
+    page = steps(graph.get_state_history(thread_of(thread_id), limit=size))
+    return [page] if page else []
+
+
+def pages_of_snapshots(graph, thread_id, size):
+    return [list(graph.get_state_history(thread_of(thread_id), limit=size))]
 
 
 # -- 02.3: learner SQL ---------------------------------------------------------------------
@@ -87,26 +126,30 @@ def count_distinct_steps(db_path):
         con.close()
 
 
-RIGHT_THIRD_TURN = {"checkpoints": 9, "newest_step": 7, "blobs": 18}
+RIGHT_TWO_TURNS = {"checkpoints": 8, "newest_step": 6, "reply_pending": 2}
 
 WRONG_ANSWERS = {
     "02.1": [
-        (({**RIGHT_THIRD_TURN, "checkpoints": 6},), "1 of 3 is off, starting with 'checkpoints'"),
-        (({**RIGHT_THIRD_TURN, "newest_step": 1},), "does not restart at -1"),
-        (({**RIGHT_THIRD_TURN, "blobs": 9},), "how SqliteSaver stores"),
-        (({**RIGHT_THIRD_TURN, "blobs": 27},), "reuses the blobs"),
-        (({**RIGHT_THIRD_TURN, "checkpoints": 6, "blobs": 12},), "2 of 3 are off"),
-        (({"checkpoints": 9, "blobs": 18},), "missing key"),
-        (({**RIGHT_THIRD_TURN, "blobs": "18"},), "expected an int"),
-        (([9, 7, 18],), "expected a dict"),
+        (({**RIGHT_TWO_TURNS, "checkpoints": 6},), "6 is the one-node graph's count"),
+        (({**RIGHT_TWO_TURNS, "checkpoints": 4},), "4 counts one turn only"),
+        (({**RIGHT_TWO_TURNS, "checkpoints": 10},), "1 of 3 is off, starting with 'checkpoints'"),
+        (({**RIGHT_TWO_TURNS, "newest_step": 2},), "does not restart at -1"),
+        (({**RIGHT_TWO_TURNS, "newest_step": 4},), "one-node graph's newest step"),
+        (({**RIGHT_TWO_TURNS, "reply_pending": 0},), "has ('reply',) in next"),
+        (({**RIGHT_TWO_TURNS, "checkpoints": 6, "newest_step": 4},), "2 of 3 are off"),
+        (({"checkpoints": 8, "newest_step": 6},), "missing key"),
+        (({**RIGHT_TWO_TURNS, "reply_pending": "2"},), "expected an int"),
+        (([8, 6, 2],), "expected a dict"),
     ],
     "02.2": [
-        ((listed_from_the_checkpoint,), "you returned []: a checkpoint_id in the config is an exact-match filter"),
-        ((only_the_checkpoint,), "only the checkpoint itself"),
-        ((without_limit,), "pass limit= too"),
-        ((oldest_first,), "order is reversed"),
-        ((including_itself,), "starts with the checkpoint itself"),
-        ((snapshots_not_steps,), "return each snapshot's metadata['step']"),
+        ((pages_before_the_first,), "the pages overlap"),
+        ((pages_from_the_checkpoint,), "exact-match filter, so before= is how you move on"),
+        ((pages_sliced_from_everything,), "a get_state_history call had limit=None"),
+        ((pages_without_limit,), "pass limit=size"),
+        ((pages_flat,), "one flat list of steps"),
+        ((pages_oldest_first,), "order is reversed"),
+        ((pages_one_only,), "keep fetching"),
+        ((pages_of_snapshots,), "return each snapshot's metadata['step']"),
         (("not a function",), "expected a function"),
     ],
     "02.3": [
@@ -119,10 +162,55 @@ WRONG_ANSWERS = {
 }
 
 
-def test_right_answers_pass():
-    from helpers.checks.chapter_02 import third_turn_truth
+# -- copy attacks: the nearest visible cell, pasted ---------------------------------------
+def pasted_listing_cell(graph, thread_id, size):
+    """Cell 'labelled' of section 'Addressing one checkpoint' pasted: one listing of the thread, before= one point."""
+    thread = {"configurable": {"thread_id": thread_id}}
+    newest = next(iter(graph.get_state_history(thread)), None)
+    if newest is None:
+        return []
+    return [[newest.metadata["step"], *steps(graph.get_state_history(thread, before=newest.config, limit=size))]]
 
-    assert third_turn_truth() == RIGHT_THIRD_TURN
-    assert evaluate("02.1", dict(RIGHT_THIRD_TURN)).status == PASSED
-    assert evaluate("02.2", right_steps_before).status == PASSED
+
+def pasted_history_of_the_thread(graph, thread_id, size):
+    """The second line of that cell, history(thread), as one page."""
+    page = steps(graph.get_state_history({"configurable": {"thread_id": thread_id}}))
+    return [page] if page else []
+
+
+def pasted_rows_per_thread(db_path):
+    """The delete_thread cell's table helper, pasted: rows of both tables."""
+    return checkpoint_anatomy.rows_per_thread(db_path)
+
+
+def pasted_rows_per_thread_as_dict(db_path):
+    """The same table read into a dict: the writes rows overwrite the checkpoints rows."""
+    return {row["thread_id"]: row["rows"] for row in checkpoint_anatomy.rows_per_thread(db_path)}
+
+
+COPY_ATTACKS = {
+    "02.1": [(({"checkpoints": 6, "newest_step": 4, "reply_pending": 2},),
+              "the one-node graph's two turns, read off the prediction cell's history (print_history)"),
+             (({"checkpoints": 6, "newest_step": 5, "reply_pending": 2},),
+              "the same history with one more step for check_in, but no more checkpoints")],
+    "02.2": [((pasted_listing_cell,), "cell 'labelled' of section 'Addressing one checkpoint', pasted"),
+             ((pasted_history_of_the_thread,), "the history(thread) line of that cell, as one page")],
+    "02.3": [((pasted_rows_per_thread,), "the table of the delete_thread cell (checkpoint_anatomy.rows_per_thread)"),
+             ((pasted_rows_per_thread_as_dict,), "that table read into a dict without looking at its table column")],
+}
+
+
+@pytest.mark.parametrize("exercise_id,args,pasted",
+                         [(e, a, p) for e, cases in COPY_ATTACKS.items() for a, p in cases])
+def test_copy_attacks_do_not_pass(exercise_id, args, pasted):
+    assert evaluate(exercise_id, *args).status != PASSED, pasted
+
+
+def test_right_answers_pass():
+    from helpers.checks.chapter_02 import two_turns_truth
+
+    assert two_turns_truth() == RIGHT_TWO_TURNS
+    assert evaluate("02.1", dict(RIGHT_TWO_TURNS)).status == PASSED
+    assert evaluate("02.2", right_history_pages).status == PASSED
+    assert evaluate("02.2", pages_stopping_on_a_short_page).status == PASSED
     assert evaluate("02.3", count_per_thread_in("checkpoints")).status == PASSED

@@ -23,8 +23,8 @@ from course.layout import ROOT, SOLUTIONS
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "grading"
 SOLUTION_00 = SOLUTIONS / "00_start_here.ipynb"
-RIGHT = 'kinds = {"visa": "time", "itinerary": "steps", "laptop": "failure"}'
-WRONG = 'kinds = {"visa": "steps", "itinerary": "steps", "laptop": "failure"}'
+RIGHT = 'kinds = {"laptop": "failure", "visa": "time", "refund": "time", "itinerary": "steps"}'
+WRONG = 'kinds = {"laptop": "failure", "visa": "steps", "refund": "time", "itinerary": "steps"}'
 
 
 def chapter_98_solution():

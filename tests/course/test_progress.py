@@ -20,7 +20,7 @@ def test_progress_on_a_folder_of_copies(tmp_path):
     wrong = copy.deepcopy(learner)
     for cell in wrong.cells:
         if cell.metadata.get("course", {}).get("role") == "exercise":
-            cell.source = 'kinds = {"visa": "steps", "itinerary": "steps", "laptop": "failure"}'
+            cell.source = 'kinds = {"laptop": "failure", "visa": "steps", "refund": "time", "itinerary": "steps"}'
     nbformat.write(wrong, tmp_path / SOLUTION_00.name)
     entries = progress.collect(tmp_path, timeout=30, jobs=1)
     by_chapter = {e["chapter"]: e for e in entries}
