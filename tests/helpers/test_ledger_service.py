@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import HumanMessage
 
-from helpers import ledger_experiments as lx
+from helpers.ledger import experiments as lx
 from helpers import preloaded_processes
 from helpers.ledger import (
     CRASH_POINTS,
@@ -22,7 +22,7 @@ from helpers.ledger import (
     PayloadMismatch,
     new_command_id,
 )
-from helpers.ledger_service import ChatService, main
+from helpers.ledger.service import ChatService, main
 
 WINDOW = {"kind": "message", "message_id": "m-1", "text": "I prefer a window seat"}
 QUESTION = {"kind": "message", "message_id": "m-2", "text": "Which seat do I prefer?"}
@@ -276,7 +276,7 @@ def test_the_dispatch_cli_runs_as_python_m(tmp_path: Path) -> None:
     with ChatService(tmp_path) as api:
         api.open_conversation("acme", "conv-1")
         api.handle("acme", "K1", "conv-1", WINDOW)
-    done = subprocess.run([sys.executable, "-m", "helpers.ledger_service", "dispatch", str(tmp_path),
+    done = subprocess.run([sys.executable, "-m", "helpers.ledger.service", "dispatch", str(tmp_path),
                            "--until-drained", "--max-seconds", "30"], capture_output=True, text=True, timeout=90)
     assert (done.returncode, done.stdout) == (0, "recorded 1 result(s)\n"), done.stderr
 

@@ -1,4 +1,4 @@
-"""Experiments around the command ledger for chapter 10: races, crashes, leases, processes.
+"""Experiments around the command ledger for chapter 11: races, crashes, leases, processes.
 
 Plumbing, not the lesson: the graph and the ledger calls they exercise are shown in the
 chapter; these functions start threads and processes, inject crashes and count outcomes.
@@ -11,7 +11,7 @@ chapter; these functions start threads and processes, inject crashes and count o
   :func:`run_rows`: the ``runs`` table of a conversation with checkpoint labels (C0, C1, ...).
 * :func:`crash_then_restart` / :func:`crash_table`: one injected crash point, a restart, a
   dispatcher sweep and the client's retry; the counts that matter.
-* :func:`run_dispatchers`: real dispatcher processes (what ``python -m helpers.ledger_service
+* :func:`run_dispatchers`: real dispatcher processes (what ``python -m helpers.ledger.service
   dispatch`` runs), forked from a :class:`helpers.preloaded_processes.ProcessServer` that
   has imported :data:`CHILD_PRELOAD` (and so LangGraph) once.
 * :func:`slow_run`: a run that outlives its lease, with and without renewal, on a
@@ -29,8 +29,9 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
-from helpers import checkpoints, ledger, ledger_service, preloaded_processes
-from helpers.ledger_service import ChatService
+from helpers import checkpoints, ledger, preloaded_processes
+from helpers.ledger import service as ledger_service
+from helpers.ledger.service import ChatService
 
 __all__ = ["CHILD_PRELOAD", "check_then_insert_race", "crash_table", "crash_then_restart", "run_dispatchers",
            "run_rows", "run_together", "slow_run", "status_counts", "table_counts", "unique_keys"]
@@ -170,7 +171,7 @@ def crash_then_restart(point: str, *, dedupe: bool = True, directory: str | Path
     points can share one directory.
     """
     if directory is None:
-        with tempfile.TemporaryDirectory(prefix="course-10-") as tmp:
+        with tempfile.TemporaryDirectory(prefix="course-11-") as tmp:
             return crash_then_restart(point, dedupe=dedupe, directory=tmp)
     name = point.replace("_", "-")
     request = ("acme", f"cmd-{name}", f"conv-{name}", WINDOW)
@@ -201,7 +202,7 @@ def crash_table(points: tuple[str, ...], *, dedupe: bool = True) -> list[dict[st
     A connection is held open on each file for the whole table: closing the last connection
     of a WAL database checkpoints and syncs it, which made each scenario pay for it.
     """
-    with tempfile.TemporaryDirectory(prefix="course-10-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="course-11-") as tmp:
         holders = [sqlite3.connect(Path(tmp) / name) for name in ("ledger.db", "checkpoints.db")]
         for conn in holders:  # a statement opens the file; WAL mode makes the hold count
             conn.execute("PRAGMA journal_mode=WAL")
@@ -212,7 +213,7 @@ def crash_table(points: tuple[str, ...], *, dedupe: bool = True) -> list[dict[st
                 conn.close()
 
 
-CHILD_PRELOAD = ("helpers.ledger_service", "helpers.business_ids")  # what chapter 10's process server imports
+CHILD_PRELOAD = ("helpers.ledger.service", "helpers.business_ids")  # what chapter 11's process server imports
 
 
 def run_dispatchers(server: preloaded_processes.ProcessServer, directory: str | Path, count: int = 2, *,
@@ -220,7 +221,7 @@ def run_dispatchers(server: preloaded_processes.ProcessServer, directory: str | 
                     max_seconds: float = 60.0, timeout: float = 90.0) -> list[int]:
     """Run ``count`` dispatcher processes on ``directory`` at once, named D1, D2, ... in the runs table.
 
-    Each runs what ``python -m helpers.ledger_service dispatch DIRECTORY --until-drained ...``
+    Each runs what ``python -m helpers.ledger.service dispatch DIRECTORY --until-drained ...``
     runs (``main(argv)``), in a child forked from ``server`` (which has imported LangGraph
     already); its output goes to ``DIRECTORY/D<i>.log``. Returns the exit codes in order:
     0 is a dispatcher that drained the outbox, 17 one that crashed on purpose; anything else
