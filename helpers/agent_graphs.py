@@ -1,10 +1,10 @@
-"""What the Agent Server appendix (chapter 12) serves: graphs, and the auth handlers.
+"""What the Agent Server appendix (chapter 13) serves: graphs, and the auth handlers.
 
 The server imports these by module name (``helpers.agent_graphs:approval_graph``,
 ``helpers.agent_graphs:auth``), so the graphs are compiled here *without* a checkpointer:
 the server brings its own persistence. ``langgraph.json`` points at the compiled graphs,
 not at their builders: the server would pass its own config into a builder's
-``checkpointer`` parameter. Chapter 12 shows the auth handlers in a cell first (show,
+``checkpointer`` parameter. Chapter 13 shows the auth handlers in a cell first (show,
 then save).
 
 - :data:`approval_graph` is chapter 07's booking-approval workflow

@@ -1,4 +1,4 @@
-"""A graph for the Agent Server appendix (chapter 12) that stays busy until released.
+"""A graph for the Agent Server appendix (chapter 13) that stays busy until released.
 
 To show what a second run on a busy thread does (the server's *multitask strategies*),
 the first run must still be running when the second one arrives, every time. A timed
@@ -13,7 +13,7 @@ lands. A blocking ``time.sleep`` loop would keep running in its thread.
 
 Served with :func:`helpers.servers.agent_server` as ``{"gated": GATED_GRAPH_SPEC}``
 (compiled without a checkpointer: the server brings its own persistence). The graph, its
-node and its state are shown, then saved, in chapter 12.
+node and its state are shown, then saved, in chapter 13.
 """
 
 from __future__ import annotations

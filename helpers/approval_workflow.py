@@ -16,7 +16,7 @@ both identical):
   with :func:`langgraph.types.interrupt`, ``analyze`` picks the cheapest quote (a stand-in
   for a model call). Its state is JSON-serialisable, and ``build_approval_workflow()``
   compiles without a checkpointer, so a server that brings its own persistence can
-  serve it: chapter 12's Agent Server serves this very graph, compiled in
+  serve it: chapter 13's Agent Server serves this very graph, compiled in
   ``helpers.agent_graphs`` as ``approval_graph = approval_workflow.build_approval_workflow()``.
   :data:`NODE_CALLS` only counts node starts in the current process, so that a process
   can report what it ran itself; the workflow does not depend on it.

@@ -1,4 +1,4 @@
-"""Double-texting on the Agent Server, made deterministic (chapter 12).
+"""Double-texting on the Agent Server, made deterministic (chapter 13).
 
 A *multitask strategy* decides what the server does with a new run on a thread that is
 still busy with another one: ``reject`` it, ``enqueue`` it, ``interrupt`` the running

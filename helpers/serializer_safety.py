@@ -1,4 +1,4 @@
-"""Serializer safety for chapter 11: custom types in state, the allowlist, and the advisories.
+"""Serializer safety for chapter 12: custom types in state, the allowlist, and the advisories.
 
 A checkpointer turns state into bytes with ``JsonPlusSerializer`` (msgpack). Objects that
 are not plain JSON-like data (a dataclass, an Enum, a pydantic model) are written as
@@ -11,7 +11,7 @@ restricts it.
 This module holds what the chapter needs to show that without noise:
 
 - the travel assistant's fare types (:class:`Cabin`, :class:`FareQuote`, :class:`SeatHold`)
-  and :func:`build_quote_graph`, whose state holds them (shown, then saved, in chapter 11).
+  and :func:`build_quote_graph`, whose state holds them (shown, then saved, in chapter 12).
   ``FareQuote`` is declared in the state schema; ``SeatHold`` only travels inside an
   untyped list;
 - :func:`watch_serde`, a context manager that records the serializer's events (every

@@ -1,4 +1,4 @@
-"""State growth for chapter 11: trimming, summaries, references instead of content, and what a thread stores.
+"""State growth for chapter 12: trimming, summaries, references instead of content, and what a thread stores.
 
 A conversation on ``MessagesState`` only grows: every turn appends two messages, and
 every checkpoint keeps the state as it was. Two different things can be bounded:
@@ -10,7 +10,7 @@ every checkpoint keeps the state as it was. Two different things can be bounded:
   keep big content out of the state (:func:`build_fare_rules_graph` with a store keeps
   only a key) and delete old threads (``delete_thread``) with a retention job.
 
-The graphs are shown, then saved, in chapter 11 (their definitions here are identical to
+The graphs are shown, then saved, in chapter 12 (their definitions here are identical to
 the chapter's cells). :func:`stored_rows`, :func:`stored_bytes` and
 :func:`stored_message_copies` read a PostgresSaver's tables, to show the effects with
 numbers instead of claims.
@@ -36,7 +36,7 @@ from helpers import travel_graphs
 POSTGRES_TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes")
 
 
-# -- trimming and summarising (chapter 11, "State growth") -----------------------------
+# -- trimming and summarising (chapter 12, "State growth") -----------------------------
 
 
 def messages_to_remove(messages: Sequence[AnyMessage], keep: int) -> list[RemoveMessage]:

@@ -13,7 +13,7 @@ thread read each other's state. :class:`ThreadDirectory` is the server-side fix:
   carrying no personal data, and different for two graphs sharing a saver.
 
 It keeps its table in memory (a dict behind a lock); a real service keeps the same rows in
-its database (chapter 10's command ledger does). :func:`build_fare_desk_graph` is a second
+its database (chapter 11's command ledger does). :func:`build_fare_desk_graph` is a second
 graph for the "two graphs, one saver" trap.
 """
 

@@ -1,185 +1,243 @@
-"""Checks for chapter 11 (production backends). None of them needs a database server:
-PostgresSaver and InMemorySaver share the saver interface and the runtime's semantics."""
+"""Checks for chapter 11 (the command ledger)."""
 
 from __future__ import annotations
 
-import datetime as dt
+import sqlite3
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
 
-from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from .protocol import Fail, NotAttempted, call_answer, exercise, expect_type
 
-from ..serializer_safety import Cabin, FareQuote, SeatHold, watch_serde
-from ..state_growth import build_trimming_chat_graph
-from ..travel_graphs import build_chat_graph, say
-from .protocol import Fail, call_answer, exercise, expect_keys, expect_type
-
-# -- 11.1 ------------------------------------------------------------------------------
-
-# (thread, [(text, metadata for that turn)]), oldest turn first.
-RETENTION_THREADS = [
-    ("t-old", [("Window seat, please.", {"status": "finished", "finished_day": 10})]),
-    ("t-recent", [("Aisle seat, please.", {"status": "finished", "finished_day": 85})]),
-    ("t-open", [("Any meals?", {})]),
-    ("t-reopened", [("Middle seat, please.", {"status": "finished", "finished_day": 5}),
-                    ("I'm back: can I change my seat?", {})]),
-    ("t-refinished", [("Window seat.", {"status": "finished", "finished_day": 20}),
-                      ("One more question?", {}),
-                      ("Thanks, done.", {"status": "finished", "finished_day": 90})]),
-    ("t-edge", [("Aisle, please.", {"status": "finished", "finished_day": 70})]),
-]
-RETENTION_CASES = [  # (today, keep_days) -> expected
-    ((100, 30), ["t-edge", "t-old"]),
-    ((200, 30), ["t-edge", "t-old", "t-recent", "t-refinished"]),
-    ((100, 95), []),
-]
+# ----------------------------------------------------------------------------- 11.1
+RACERS = 8
+PAUSE_TIMEOUT = 0.5  # seconds a caller waits for the others at the gate (see _Gate)
 
 
-def _retention_saver() -> InMemorySaver:
-    saver = InMemorySaver()
-    graph = build_chat_graph(saver)
-    for thread_id, turns in RETENTION_THREADS:
-        for text, meta in turns:
-            say(graph, thread_id, text, **meta)
-    return saver
+def _call(func: Any, *args: Any, what: str, case: str) -> Any:
+    try:
+        return call_answer(func, *args, what=what)
+    except (Fail, NotAttempted):
+        raise
+    except sqlite3.OperationalError as exc:
+        formatted = ("syntax", "unrecognized token", "one statement")
+        if "quote" in case and any(word in str(exc) for word in formatted):
+            raise Fail(f"on {case} SQLite said {exc!r}: pass every value as a ? parameter "
+                       "(conn.execute(sql, (tenant_id, command_id, fp))), never format it into the SQL") from None
+        if "ON CONFLICT" in str(exc):
+            raise Fail(f"on {case} SQLite said {exc!r}: the conflict target must be the table's key, "
+                       "ON CONFLICT (tenant_id, command_id)") from None
+        raise Fail(f"your function raised OperationalError on {case}: {exc}") from None
+    except sqlite3.IntegrityError as exc:
+        raise Fail(f"your function raised IntegrityError on {case} ({exc}): the key already exists; "
+                   "use INSERT ... ON CONFLICT (tenant_id, command_id) DO NOTHING, then read the stored row") from None
+    except Exception as exc:
+        raise Fail(f"your function raised {type(exc).__name__} on {case}: {exc}") from None
 
 
-def _thread_count(saver: InMemorySaver) -> int:
-    return len({c.config["configurable"]["thread_id"] for c in saver.list(None)})
+def _pair(got: Any, case: str) -> tuple[Any, Any]:
+    if not isinstance(got, (tuple, list)) or len(got) != 2:
+        raise Fail(f"on {case} you returned {got!r}; return a pair (stored_fingerprint, created)")
+    stored, created = got
+    expect_type(stored, str, f"the stored fingerprint, on {case}")
+    if not isinstance(created, bool):
+        raise Fail(f"on {case} 'created' is {created!r} ({type(created).__name__}); return a bool, "
+                   "e.g. cursor.rowcount == 1 after the INSERT")
+    return stored, created
+
+
+class _Gate:
+    """Holds every caller right after its first read until all callers have read.
+
+    A check-then-insert implementation reads, finds nothing, and only then inserts: held
+    at the gate, all callers read before anyone inserts, which is exactly the interleaving
+    that breaks it. An insert-first implementation has already inserted when it reads,
+    so holding it changes nothing. A caller that never reads passes the gate on return.
+    """
+
+    def __init__(self, parties: int) -> None:
+        self.barrier = threading.Barrier(parties, timeout=PAUSE_TIMEOUT)
+
+    def wait(self) -> None:
+        try:
+            self.barrier.wait()
+        except threading.BrokenBarrierError:  # someone holds a lock or never came: go on
+            pass
+
+
+def _is_read(sql: Any) -> bool:
+    text = str(sql).lstrip().upper()
+    return text.startswith(("SELECT", "WITH")) and "INSERT" not in text
+
+
+class _Cursor:
+    def __init__(self, cursor: sqlite3.Cursor, owner: _GatedConnection) -> None:
+        self._cursor, self._owner = cursor, owner
+
+    def execute(self, sql: str, *args: Any) -> _Cursor:
+        self._cursor.execute(sql, *args)
+        self._owner._after(sql)
+        return self
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._cursor, name)
+
+    def __iter__(self):
+        return iter(self._cursor)
+
+
+class _GatedConnection:
+    """A sqlite3 connection whose first read waits at a :class:`_Gate`."""
+
+    def __init__(self, conn: sqlite3.Connection, gate: _Gate) -> None:
+        self._conn, self._gate, self.passed = conn, gate, False
+
+    def _after(self, sql: Any) -> None:
+        if not self.passed and _is_read(sql):
+            self.pass_gate()
+
+    def pass_gate(self) -> None:
+        if not self.passed:
+            self.passed = True
+            self._gate.wait()
+
+    def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:
+        cursor = self._conn.execute(sql, *args)
+        self._after(sql)
+        return cursor
+
+    def cursor(self, *args: Any) -> _Cursor:
+        return _Cursor(self._conn.cursor(*args), self)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._conn, name)
+
+    def __enter__(self) -> Any:
+        return self._conn.__enter__()
+
+    def __exit__(self, *exc: Any) -> Any:
+        return self._conn.__exit__(*exc)
+
+
+def _race(accept: Any, path: Path, key: str, fingerprints: list[str], *, gated: bool) -> list[Any]:
+    from helpers.business_ids import open_commands_table
+
+    n = len(fingerprints)
+    start = threading.Barrier(n)
+    gate = _Gate(n)
+    results: list[Any] = [None] * n
+    conns = [open_commands_table(path) for _ in range(n)]
+
+    def worker(i: int) -> None:
+        conn: Any = _GatedConnection(conns[i], gate) if gated else conns[i]
+        try:
+            start.wait(10)
+            results[i] = accept(conn, "acme", key, fingerprints[i])
+        except BaseException as exc:  # counted by the caller
+            results[i] = exc
+        finally:
+            if gated:
+                conn.pass_gate()
+
+    threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    for conn in conns:
+        conn.close()
+    if any(t.is_alive() for t in threads):
+        raise Fail("some concurrent calls never returned: do not keep a transaction open "
+                   "(the connection autocommits each statement)")
+    return results
+
+
+def _judge_race(results: list[Any], fingerprints: list[str], rows: list[tuple], label: str) -> None:
+    n = len(results)
+    errors = [r for r in results if isinstance(r, BaseException)]
+    if errors:
+        first = errors[0]
+        name = type(first).__name__
+        if isinstance(first, sqlite3.IntegrityError):
+            raise Fail(f"{label}: {len(errors)} of {n} concurrent callers raised IntegrityError. Your function "
+                       "checks first and inserts later: all callers found no row, then all inserted. Insert first "
+                       "(ON CONFLICT (tenant_id, command_id) DO NOTHING), then read the stored row")
+        raise Fail(f"{label}: {len(errors)} of {n} concurrent callers raised {name}: {first}")
+    pairs = [_pair(r, f"{label} (concurrent call)") for r in results]
+    created = sum(1 for _, c in pairs if c)
+    if len(rows) != 1:
+        raise Fail(f"{label}: the table holds {len(rows)} rows for the key after {n} concurrent calls; expected 1")
+    stored = rows[0][0]
+    if created != 1:
+        hint = ("your function decides 'created' from a check made before the insert: all callers checked, found "
+                "nothing, and claimed the command. Decide it from the INSERT itself (cursor.rowcount == 1)"
+                if created > 1 else "nobody claimed the command: 'created' must be True for the caller whose INSERT "
+                "added the row (cursor.rowcount == 1)")
+        raise Fail(f"{label}: {created} of {n} concurrent callers got created=True, expected exactly 1; {hint}")
+    wrong = sorted({fp for fp, _ in pairs if fp != stored})
+    if wrong:
+        raise Fail(f"{label}: some callers got a fingerprint that is not the stored one; after the INSERT, SELECT the "
+                   "fingerprint of (tenant_id, command_id) and return that, not the one passed in")
+    winner = next(i for i, (_, c) in enumerate(pairs) if c)
+    if fingerprints[winner] != stored:
+        raise Fail(f"{label}: the caller that got created=True did not insert the stored row")
 
 
 @exercise("11.1")
-def check_threads_to_delete(threads_to_delete: object) -> str:
-    for (today, keep_days), expected in RETENTION_CASES:
-        saver = _retention_saver()
-        before = _thread_count(saver)
-        got = call_answer(threads_to_delete, saver, today, keep_days, what="threads_to_delete(saver, today, keep_days)")
-        if _thread_count(saver) != before:
-            raise Fail("your function deleted threads itself: only return their ids, and let the caller delete "
-                       "(a retention job should be able to print what it would delete first)")
-        if isinstance(got, (str, bytes)) or not isinstance(got, (list, tuple, set, frozenset)):
-            raise Fail(f"return a list of thread ids, got {type(got).__name__} {got!r:.50}")
-        got = sorted(map(str, got))
-        if got == expected:
-            continue
-        extra, missing = sorted(set(got) - set(expected)), sorted(set(expected) - set(got))
-        if "t-open" in extra:
-            raise Fail("t-open never finished: only threads whose metadata has status == 'finished' may go")
-        if "t-reopened" in extra:
-            raise Fail("t-reopened was finished on day 5 but its customer came back later: read the thread's latest "
-                       "checkpoint with saver.get_tuple({'configurable': {'thread_id': ...}}) and keep it unless "
-                       "that one says finished")
-        if "t-edge" in missing:
-            raise Fail(f"with today={today} and keep_days={keep_days}, t-edge finished exactly keep_days ago and must "
-                       "go: use today - finished_day >= keep_days")
-        if "t-recent" in extra:
-            raise Fail(f"with today={today} and keep_days={keep_days} you would delete {extra}, which finished less "
-                       "than keep_days ago")
-        if "t-refinished" in missing or "t-refinished" in extra:
-            raise Fail("t-refinished finished twice (day 20, and again on day 90): use the finished_day of its latest "
-                       "checkpoint, not of an older one")
-        if extra:
-            raise Fail(f"with today={today} and keep_days={keep_days} you would delete {extra}, which should stay")
-        raise Fail(f"with today={today} and keep_days={keep_days} these expired threads are missing: {missing}; "
-                   "collect candidates from saver.list(None, filter={'status': 'finished'})")
-    return "expired threads found, reopened and recent ones kept, nothing deleted behind the caller's back"
+def check_accept(accept):
+    from helpers.business_ids import open_commands_table
 
-
-# -- 11.2 ------------------------------------------------------------------------------
-
-SAMPLE_STATE = {"quote": FareQuote("PEK-SFO", 540, Cabin.BUSINESS), "holds": [SeatHold("12A"), SeatHold("12B")],
-                "departure": dt.datetime(2026, 5, 1, 9, 30)}
-SAMPLE_TYPES = {(t.__module__, t.__name__) for t in (FareQuote, Cabin, SeatHold, dt.datetime)}
-
-
-def _blocked_without_allowlist() -> set[tuple[str, ...]]:
-    """The sample's types that langgraph's built-in safe list alone refuses (asked of langgraph, not hard-coded)."""
-    with watch_serde() as watch:
-        strict = JsonPlusSerializer(allowed_msgpack_modules=None)
-        strict.loads_typed(strict.dumps_typed(SAMPLE_STATE))
-    return {tuple(name.rsplit(".", 1)) for name in watch.types("msgpack_blocked")}
-
-
-def _entry_key(entry: object) -> tuple[str, ...]:
-    if isinstance(entry, type):
-        return (entry.__module__, entry.__name__)
-    if isinstance(entry, tuple) and all(isinstance(part, str) for part in entry):
-        return entry
-    if isinstance(entry, str):
-        raise Fail(f"the entry {entry!r} is a plain string: write a class, or a tuple like "
-                   "('helpers.serializer_safety', 'FareQuote'); a whole module cannot be allowed")
-    raise Fail(f"each entry must be a class or a ('module', 'Name') tuple, got {type(entry).__name__} {entry!r:.40}")
-
-
-@exercise("11.2")
-def check_allowed_modules(allowed: object) -> str:
-    if allowed is True:
-        raise Fail("True allows every type (with a warning): that is the permissive default you are replacing; "
-                   "list the types instead")
-    if allowed is None:
-        raise Fail("None means strict: only the built-in safe list; your own types would be blocked")
-    expect_type(allowed, (list, tuple, set, frozenset), "a list of classes or ('module', 'Name') tuples")
-    keys = {_entry_key(entry) for entry in allowed}
-    needed = _blocked_without_allowlist()
-    safe = sorted(".".join(k) for k in (keys & SAMPLE_TYPES) - needed)
-    if safe:
-        raise Fail(f"{', '.join(safe)} is already on langgraph's built-in safe list: leave it out (smallest list)")
-    with watch_serde() as watch:
-        serde = JsonPlusSerializer(allowed_msgpack_modules=list(allowed))
-        loaded = serde.loads_typed(serde.dumps_typed(SAMPLE_STATE))
-    blocked = watch.types("msgpack_blocked")
-    if blocked:
-        inside = any("Cabin" in b for b in blocked)
-        nested = " (it sits inside FareQuote: nested types must be listed too)" if inside else ""
-        raise Fail(f"still blocked: {', '.join(blocked)}{nested}")
-    if loaded != SAMPLE_STATE:
-        raise Fail("the state did not load back as itself; list exactly the classes it holds")
-    extra = sorted(".".join(k) for k in keys - needed)
-    if extra:
-        raise Fail(f"{', '.join(extra)} is not in this state: an allowlist should name only what you store")
-    return "FareQuote, Cabin and SeatHold allowed; datetime was already safe; nothing else may be rebuilt"
-
-
-# -- 11.3 ------------------------------------------------------------------------------
-
-PREDICTION_KEYS = ("checkpoints after 5 turns", "messages after 5 turns", "checkpoints at the end",
-                   "messages at the end")
-# Why each number is what it is, in the order a wrong prediction is reported (the trimming first).
-TRIMMING_HINTS = {
-    "messages after 5 turns":
-        "keep=4: the node keeps the newest 3 and adds its reply, so the state never holds more than 4",
-    "checkpoints after 5 turns":
-        "Trimming changes what the state holds, not how many checkpoints a turn writes: input, reply step, end "
-        "(3 per turn)",
-    "checkpoints at the end": "delete_thread removed the whole history; only the one new turn is left",
-    "messages at the end": "After delete_thread the thread starts empty: one question and one reply",
-}
-
-
-def _trimming_truth() -> dict[str, int]:
-    saver = InMemorySaver()
-    graph = build_trimming_chat_graph(saver, keep=4)
-    config = {"configurable": {"thread_id": "check-11-3"}}
-
-    def measure() -> tuple[int, int]:
-        return len(list(graph.get_state_history(config))), len(graph.get_state(config).values["messages"])
-
-    for n in range(5):
-        say(graph, "check-11-3", f"Message {n + 1}: window seat, please.")
-    after_5 = measure()
-    saver.delete_thread("check-11-3")
-    say(graph, "check-11-3", "Hello again.")
-    at_end = measure()
-    return dict(zip(PREDICTION_KEYS, (*after_5, *at_end), strict=True))
-
-
-@exercise("11.3")
-def check_trimming_prediction(prediction: object) -> str:
-    expect_type(prediction, dict, "the four predicted numbers")
-    expect_keys(prediction, PREDICTION_KEYS)
-    for key in PREDICTION_KEYS:
-        expect_type(prediction[key], int, key)
-    truth = _trimming_truth()
-    for key, why in TRIMMING_HINTS.items():
-        if prediction[key] != truth[key]:
-            raise Fail(f"{key} = {prediction[key]}? {why}")
-    return "15 checkpoints and 4 messages, then 3 and 2: trimming bounds the state, deleting bounds the history"
+    if accept is ... or not callable(accept):
+        call_answer(accept, what="accept(conn, tenant_id, command_id, payload_fingerprint)")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "commands.db"
+        conn = open_commands_table(path)
+        try:
+            what = "accept(conn, tenant_id, command_id, payload_fingerprint)"
+            first = _pair(_call(accept, conn, "acme", "cmd-1", "fp-a", what=what, case="a new key"), "a new key")
+            if first != ("fp-a", True):
+                raise Fail(f"for a new key you returned {first!r}, expected ('fp-a', True)")
+            again = _pair(_call(accept, conn, "acme", "cmd-1", "fp-a", what=what, case="a retry"), "a retry")
+            if again[1]:
+                raise Fail("a retry (same key, same fingerprint) got created=True; only the call whose INSERT added "
+                           "the row may say True: use cursor.rowcount == 1 after INSERT ... ON CONFLICT DO NOTHING "
+                           "(INSERT OR REPLACE and DO UPDATE rewrite the row, so they count as a change)")
+            other = _pair(_call(accept, conn, "acme", "cmd-1", "fp-b", what=what,
+                                case="the same key with another payload"), "the same key with another payload")
+            stored = conn.execute("SELECT fingerprint FROM commands "
+                                  "WHERE tenant_id = 'acme' AND command_id = 'cmd-1'").fetchall()
+            if stored != [("fp-a",)]:
+                raise Fail("the same key with another payload overwrote the stored command: use ON CONFLICT ... "
+                           "DO NOTHING (not INSERT OR REPLACE or DO UPDATE), the first payload must win")
+            if other != ("fp-a", False):
+                raise Fail(f"the same key with another payload returned {other!r}, expected ('fp-a', False): "
+                           "return the fingerprint read from the table, so the caller can see it differs from its own")
+            tenant_b = _pair(_call(accept, conn, "globex", "cmd-1", "fp-c", what=what,
+                                   case="the same command id in another tenant"), "another tenant")
+            if tenant_b != ("fp-c", True):
+                raise Fail(f"the same command id in another tenant returned {tenant_b!r}, expected ('fp-c', True): "
+                           "the key is (tenant_id, command_id), filter the SELECT on both")
+            quoted = _pair(_call(accept, conn, "acme", "it's-mine", "fp-q", what=what,
+                                 case="a command id containing a quote"), "a command id containing a quote")
+            if quoted != ("fp-q", True):
+                raise Fail(f"a command id containing a quote returned {quoted!r}, expected ('fp-q', True)")
+            count = conn.execute("SELECT COUNT(*) FROM commands").fetchone()[0]
+            if count != 3:
+                raise Fail(f"after 5 calls on 3 distinct keys the table holds {count} rows, expected 3")
+        finally:
+            conn.close()
+        rounds = [("same payload", True, ["fp-same"] * RACERS), ("same payload", True, ["fp-same"] * RACERS),
+                  ("different payloads", True, [f"fp-{i}" for i in range(RACERS)]),
+                  ("same payload, no gate", False, ["fp-same"] * RACERS),
+                  ("different payloads, no gate", False, [f"fp-{i}" for i in range(RACERS)])]
+        for r, (name, gated, fps) in enumerate(rounds, 1):
+            key = f"race-{r}"
+            results = _race(accept, path, key, fps, gated=gated)
+            with sqlite3.connect(path) as check_conn:
+                rows = check_conn.execute("SELECT fingerprint FROM commands "
+                                          "WHERE tenant_id = 'acme' AND command_id = ?",
+                                          (key,)).fetchall()
+            _judge_race(results, fps, rows, f"race {r} ({RACERS} threads, {name})")
+    return (f"exactly one caller created each key in {len(rounds)} races of {RACERS} threads; "
+            "retries and mismatches read the stored row")

@@ -1,173 +1,185 @@
-"""Checks for chapter 12 (the Agent Server). None of them needs a running server.
-
-12.1's expected outcomes were observed on the pinned langgraph-api / in-memory runtime;
-``tests/helpers/test_multitask.py`` re-checks them against a real server, so a version bump
-that changes the behaviour fails a test instead of silently grading wrong.
-"""
+"""Checks for chapter 12 (production backends). None of them needs a database server:
+PostgresSaver and InMemorySaver share the saver interface and the runtime's semantics."""
 
 from __future__ import annotations
 
-import json
-from typing import Any
+import datetime as dt
 
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.types import Command
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from ..approval_workflow import build_approval_workflow
-from .protocol import Fail, call_answer, exercise, expect_type
-
-STRATEGIES = ("reject", "enqueue", "interrupt", "rollback")
+from ..serializer_safety import Cabin, FareQuote, SeatHold, watch_serde
+from ..state_growth import build_trimming_chat_graph
+from ..travel_graphs import build_chat_graph, say
+from .protocol import Fail, call_answer, exercise, expect_keys, expect_type
 
 # -- 12.1 ------------------------------------------------------------------------------
 
-# Run A is running; B, then C arrive with the same strategy (observed, see module docstring).
-EXPECTED_SURVIVES = {"reject": ["A"], "enqueue": ["A", "B", "C"], "interrupt": ["C"], "rollback": ["C"]}
-EXPECTED_RUNS_LEFT = {"reject": 1, "enqueue": 3, "interrupt": 3, "rollback": 1}
-WHY = {
-    "reject": "B and C are refused with 409 Conflict while A runs; only A exists and finishes",
-    "enqueue": "B and C wait in line and run after A, in order",
-    "interrupt": "B stops A; then C stops every unfinished run, including B that was still waiting; only C finishes",
-    "rollback": "B deletes A; C deletes B (still waiting) too; only C is left, as if A and B were never sent",
-}
-RUNS_WHY = {
-    "reject": "refused runs are never created",
-    "enqueue": "all three ran",
-    "interrupt": "interrupted runs stay listed with status 'interrupted'",
-    "rollback": "rolled-back runs are deleted (404)",
-}
+# (thread, [(text, metadata for that turn)]), oldest turn first.
+RETENTION_THREADS = [
+    ("t-old", [("Window seat, please.", {"status": "finished", "finished_day": 10})]),
+    ("t-recent", [("Aisle seat, please.", {"status": "finished", "finished_day": 85})]),
+    ("t-open", [("Any meals?", {})]),
+    ("t-reopened", [("Middle seat, please.", {"status": "finished", "finished_day": 5}),
+                    ("I'm back: can I change my seat?", {})]),
+    ("t-refinished", [("Window seat.", {"status": "finished", "finished_day": 20}),
+                      ("One more question?", {}),
+                      ("Thanks, done.", {"status": "finished", "finished_day": 90})]),
+    ("t-edge", [("Aisle, please.", {"status": "finished", "finished_day": 70})]),
+]
+RETENTION_CASES = [  # (today, keep_days) -> expected
+    ((100, 30), ["t-edge", "t-old"]),
+    ((200, 30), ["t-edge", "t-old", "t-recent", "t-refinished"]),
+    ((100, 95), []),
+]
 
 
-def _check_strategies(answer: Any, what: str) -> None:
-    expect_type(answer, dict, what)
-    missing = [s for s in STRATEGIES if s not in answer]
-    if missing:
-        raise Fail(f"{what}: missing strategies {missing}; use the keys {list(STRATEGIES)}")
+def _retention_saver() -> InMemorySaver:
+    saver = InMemorySaver()
+    graph = build_chat_graph(saver)
+    for thread_id, turns in RETENTION_THREADS:
+        for text, meta in turns:
+            say(graph, thread_id, text, **meta)
+    return saver
+
+
+def _thread_count(saver: InMemorySaver) -> int:
+    return len({c.config["configurable"]["thread_id"] for c in saver.list(None)})
 
 
 @exercise("12.1")
-def check_three_run_prediction(survives: object, runs_left: object) -> str:
-    _check_strategies(survives, "survives")
-    _check_strategies(runs_left, "runs_left")
-    for strategy in STRATEGIES:
-        got = survives[strategy]
-        if isinstance(got, str) or not isinstance(got, (list, tuple)):
-            raise Fail(f"survives[{strategy!r}] should be a list such as ['A'], got {got!r:.40}")
-        if [str(x).upper() for x in got] != EXPECTED_SURVIVES[strategy]:
-            raise Fail(f"survives[{strategy!r}] = {list(got)}? {WHY[strategy]}")
-    for strategy in STRATEGIES:
-        expect_type(runs_left[strategy], int, f"runs_left[{strategy!r}]")
-        if runs_left[strategy] != EXPECTED_RUNS_LEFT[strategy]:
-            raise Fail(f"runs_left[{strategy!r}] = {runs_left[strategy]}? {RUNS_WHY[strategy]}")
-    return "reject keeps A, enqueue runs all three, interrupt and rollback leave only C (rollback also deletes A and B)"
+def check_threads_to_delete(threads_to_delete: object) -> str:
+    for (today, keep_days), expected in RETENTION_CASES:
+        saver = _retention_saver()
+        before = _thread_count(saver)
+        got = call_answer(threads_to_delete, saver, today, keep_days, what="threads_to_delete(saver, today, keep_days)")
+        if _thread_count(saver) != before:
+            raise Fail("your function deleted threads itself: only return their ids, and let the caller delete "
+                       "(a retention job should be able to print what it would delete first)")
+        if isinstance(got, (str, bytes)) or not isinstance(got, (list, tuple, set, frozenset)):
+            raise Fail(f"return a list of thread ids, got {type(got).__name__} {got!r:.50}")
+        got = sorted(map(str, got))
+        if got == expected:
+            continue
+        extra, missing = sorted(set(got) - set(expected)), sorted(set(expected) - set(got))
+        if "t-open" in extra:
+            raise Fail("t-open never finished: only threads whose metadata has status == 'finished' may go")
+        if "t-reopened" in extra:
+            raise Fail("t-reopened was finished on day 5 but its customer came back later: read the thread's latest "
+                       "checkpoint with saver.get_tuple({'configurable': {'thread_id': ...}}) and keep it unless "
+                       "that one says finished")
+        if "t-edge" in missing:
+            raise Fail(f"with today={today} and keep_days={keep_days}, t-edge finished exactly keep_days ago and must "
+                       "go: use today - finished_day >= keep_days")
+        if "t-recent" in extra:
+            raise Fail(f"with today={today} and keep_days={keep_days} you would delete {extra}, which finished less "
+                       "than keep_days ago")
+        if "t-refinished" in missing or "t-refinished" in extra:
+            raise Fail("t-refinished finished twice (day 20, and again on day 90): use the finished_day of its latest "
+                       "checkpoint, not of an older one")
+        if extra:
+            raise Fail(f"with today={today} and keep_days={keep_days} you would delete {extra}, which should stay")
+        raise Fail(f"with today={today} and keep_days={keep_days} these expired threads are missing: {missing}; "
+                   "collect candidates from saver.list(None, filter={'status': 'finished'})")
+    return "expired threads found, reopened and recent ones kept, nothing deleted behind the caller's back"
 
 
 # -- 12.2 ------------------------------------------------------------------------------
 
-RUN_KWARGS = {"input", "command", "config", "context", "metadata", "multitask_strategy", "stream_mode",
-              "interrupt_before", "interrupt_after", "checkpoint", "checkpoint_id", "durability", "webhook",
-              "on_disconnect", "on_completion", "if_not_exists", "after_seconds", "raise_error", "headers", "params"}
+SAMPLE_STATE = {"quote": FareQuote("PEK-SFO", 540, Cabin.BUSINESS), "holds": [SeatHold("12A"), SeatHold("12B")],
+                "departure": dt.datetime(2026, 5, 1, 9, 30)}
+SAMPLE_TYPES = {(t.__module__, t.__name__) for t in (FareQuote, Cabin, SeatHold, dt.datetime)}
 
 
-def _apply_locally(kwargs: dict[str, Any]) -> dict[str, Any]:
-    """Pause chapter 07's approval workflow locally, then continue it as the server would with ``kwargs``."""
-    graph = build_approval_workflow(InMemorySaver())
-    config = {"configurable": {"thread_id": "check-12-2"}}
-    graph.invoke({"request": "PEK-SFO, 1 May, economy"}, config)
-    if "command" in kwargs:
-        return graph.invoke(Command(**kwargs["command"]), config)
-    return graph.invoke(kwargs.get("input"), config)
+def _blocked_without_allowlist() -> set[tuple[str, ...]]:
+    """The sample's types that langgraph's built-in safe list alone refuses (asked of langgraph, not hard-coded)."""
+    with watch_serde() as watch:
+        strict = JsonPlusSerializer(allowed_msgpack_modules=None)
+        strict.loads_typed(strict.dumps_typed(SAMPLE_STATE))
+    return {tuple(name.rsplit(".", 1)) for name in watch.types("msgpack_blocked")}
+
+
+def _entry_key(entry: object) -> tuple[str, ...]:
+    if isinstance(entry, type):
+        return (entry.__module__, entry.__name__)
+    if isinstance(entry, tuple) and all(isinstance(part, str) for part in entry):
+        return entry
+    if isinstance(entry, str):
+        raise Fail(f"the entry {entry!r} is a plain string: write a class, or a tuple like "
+                   "('helpers.serializer_safety', 'FareQuote'); a whole module cannot be allowed")
+    raise Fail(f"each entry must be a class or a ('module', 'Name') tuple, got {type(entry).__name__} {entry!r:.40}")
 
 
 @exercise("12.2")
-def check_resume_kwargs(resume_kwargs: object) -> str:
-    for approved in (True, False):
-        kwargs = call_answer(resume_kwargs, approved, what="resume_kwargs(approved)")
-        expect_type(kwargs, dict, "keyword arguments for client.runs.wait")
-        unknown = sorted(set(kwargs) - RUN_KWARGS)
-        if unknown:
-            raise Fail(f"client.runs.wait has no parameter {unknown[0]!r}; the resume value goes in "
-                       "command={'resume': ...}")
-        if isinstance(kwargs.get("input"), dict) and "command" in kwargs["input"]:
-            raise Fail("that is the article's request: the server reads a command inside input as new input and "
-                       "restarts the workflow; pass command={...} as its own argument")
-        if "command" not in kwargs:
-            raise Fail("nothing resumes the paused node: pass command={'resume': <decision>}")
-        command = kwargs["command"]
-        if isinstance(command, Command):
-            raise Fail("over HTTP the command is JSON: a dict such as {'resume': 'yes'}, "
-                       "not a langgraph Command object")
-        expect_type(command, dict, "the command, e.g. {'resume': 'yes'}")
-        if "resume" not in command:
-            raise Fail(f"the command has keys {sorted(command)}; the value for interrupt() goes under 'resume'")
-        if "input" in kwargs and kwargs["input"] is not None:
-            raise Fail("send the command alone: an input next to it would be applied as new state")
-        try:
-            json.dumps(kwargs)
-        except (TypeError, ValueError):
-            raise Fail("the kwargs must be JSON-serializable: they travel over HTTP") from None
-        final = _apply_locally(kwargs)
-        if "__interrupt__" in final:
-            raise Fail("the workflow is still paused after your request")
-        if final.get("approved") is not approved:
-            sent = command["resume"]
-            if approved:
-                raise Fail(f"with approved=True the workflow recorded approved=False: you resumed with {sent!r:.40}, "
-                           "but chapter 07's approve node approves only the string 'yes': resume with 'yes'")
-            raise Fail(f"with approved=False the workflow recorded approved=True: you resumed with {sent!r:.40}; "
-                       "to reject, resume with anything but 'yes', e.g. 'no'")
-    return "command={'resume': ...} continues the paused node, for both decisions"
+def check_allowed_modules(allowed: object) -> str:
+    if allowed is True:
+        raise Fail("True allows every type (with a warning): that is the permissive default you are replacing; "
+                   "list the types instead")
+    if allowed is None:
+        raise Fail("None means strict: only the built-in safe list; your own types would be blocked")
+    expect_type(allowed, (list, tuple, set, frozenset), "a list of classes or ('module', 'Name') tuples")
+    keys = {_entry_key(entry) for entry in allowed}
+    needed = _blocked_without_allowlist()
+    safe = sorted(".".join(k) for k in (keys & SAMPLE_TYPES) - needed)
+    if safe:
+        raise Fail(f"{', '.join(safe)} is already on langgraph's built-in safe list: leave it out (smallest list)")
+    with watch_serde() as watch:
+        serde = JsonPlusSerializer(allowed_msgpack_modules=list(allowed))
+        loaded = serde.loads_typed(serde.dumps_typed(SAMPLE_STATE))
+    blocked = watch.types("msgpack_blocked")
+    if blocked:
+        inside = any("Cabin" in b for b in blocked)
+        nested = " (it sits inside FareQuote: nested types must be listed too)" if inside else ""
+        raise Fail(f"still blocked: {', '.join(blocked)}{nested}")
+    if loaded != SAMPLE_STATE:
+        raise Fail("the state did not load back as itself; list exactly the classes it holds")
+    extra = sorted(".".join(k) for k in keys - needed)
+    if extra:
+        raise Fail(f"{', '.join(extra)} is not in this state: an allowlist should name only what you store")
+    return "FareQuote, Cabin and SeatHold allowed; datetime was already safe; nothing else may be rebuilt"
 
 
 # -- 12.3 ------------------------------------------------------------------------------
 
-SEARCH_KWARGS = {"metadata", "values", "ids", "status", "limit", "offset", "sort_by", "sort_order", "select",
-                 "extract"}
-THREADS = [  # what a server might hold: metadata and status
-    ({"tenant": "acme", "trip": "PEK-SFO", "kind": "booking"}, "interrupted"),
-    ({"tenant": "acme", "trip": "PEK-SFO", "kind": "chat"}, "idle"),
-    ({"tenant": "acme", "trip": "PEK-LHR", "kind": "booking"}, "idle"),
-    ({"tenant": "globex", "trip": "PEK-SFO", "kind": "booking"}, "interrupted"),
-    ({"tenant": "globex", "trip": "PEK-LHR", "kind": "chat", "owner": "admin"}, "error"),
-]
-SEARCH_CASES = [  # (tenant, request, expected thread indexes, what the case is about)
-    ("acme", {}, [0, 1, 2], "an empty request"),
-    ("acme", {"trip": "PEK-SFO"}, [0, 1], "a trip filter"),
-    ("acme", {"trip": "PEK-SFO", "status": "interrupted"}, [0], "a trip and a status"),
-    ("acme", {"kind": "booking", "tenant": "globex"}, [0, 2], "a request that names another tenant"),
-    ("globex", {"owner": "admin"}, [3, 4], "a request with a key that is not searchable"),
-    ("acme", {"status": "deleted"}, [0, 1, 2], "an unknown status"),
-    ("globex", {"status": "error", "limit": 100000}, [4], "a request that sets its own limit"),
-]
+PREDICTION_KEYS = ("checkpoints after 5 turns", "messages after 5 turns", "checkpoints at the end",
+                   "messages at the end")
+# Why each number is what it is, in the order a wrong prediction is reported (the trimming first).
+TRIMMING_HINTS = {
+    "messages after 5 turns":
+        "keep=4: the node keeps the newest 3 and adds its reply, so the state never holds more than 4",
+    "checkpoints after 5 turns":
+        "Trimming changes what the state holds, not how many checkpoints a turn writes: input, reply step, end "
+        "(3 per turn)",
+    "checkpoints at the end": "delete_thread removed the whole history; only the one new turn is left",
+    "messages at the end": "After delete_thread the thread starts empty: one question and one reply",
+}
 
 
-def _search(kwargs: dict[str, Any]) -> list[int]:
-    """What threads.search(**kwargs) returns from THREADS (metadata containment, exact status)."""
-    metadata, status = kwargs.get("metadata") or {}, kwargs.get("status")
-    return [i for i, (meta, st) in enumerate(THREADS)
-            if all(meta.get(k) == v for k, v in metadata.items()) and (status is None or st == status)]
+def _trimming_truth() -> dict[str, int]:
+    saver = InMemorySaver()
+    graph = build_trimming_chat_graph(saver, keep=4)
+    config = {"configurable": {"thread_id": "check-11-3"}}
+
+    def measure() -> tuple[int, int]:
+        return len(list(graph.get_state_history(config))), len(graph.get_state(config).values["messages"])
+
+    for n in range(5):
+        say(graph, "check-11-3", f"Message {n + 1}: window seat, please.")
+    after_5 = measure()
+    saver.delete_thread("check-11-3")
+    say(graph, "check-11-3", "Hello again.")
+    at_end = measure()
+    return dict(zip(PREDICTION_KEYS, (*after_5, *at_end), strict=True))
 
 
 @exercise("12.3")
-def check_search_kwargs(search_kwargs: object) -> str:
-    for tenant, request, expected, about in SEARCH_CASES:
-        kwargs = call_answer(search_kwargs, tenant, dict(request), what="search_kwargs(tenant_id, request)")
-        expect_type(kwargs, dict, "keyword arguments for client.threads.search")
-        unknown = sorted(set(kwargs) - SEARCH_KWARGS)
-        if unknown:
-            raise Fail(f"client.threads.search has no parameter {unknown[0]!r} (for {about})")
-        metadata = kwargs.get("metadata")
-        if not isinstance(metadata, dict) or metadata.get("tenant") != tenant:
-            raise Fail(f"for {about}, metadata must hold 'tenant': tenant_id (the argument), "
-                       f"got metadata={metadata!r:.60}")
-        if kwargs.get("limit") != 50:
-            raise Fail(f"for {about}, limit should be 50, got {kwargs.get('limit')!r}: a request must not choose it")
-        extra = sorted(set(metadata) - {"tenant", "trip", "kind"})
-        if extra:
-            raise Fail(f"for {about}, the metadata filter carries {extra}: "
-                       "copy only 'trip' and 'kind' from the request")
-        if "status" in kwargs and kwargs["status"] not in ("idle", "busy", "interrupted", "error"):
-            raise Fail(f"for {about}, status={kwargs['status']!r} is not a thread status: leave it out")
-        got = _search(kwargs)
-        if got != expected:
-            raise Fail(f"for {about} ({request}) your search would return threads {got}, expected {expected}")
-    return "the tenant always comes from you, only trip/kind/status from the request, limit fixed"
+def check_trimming_prediction(prediction: object) -> str:
+    expect_type(prediction, dict, "the four predicted numbers")
+    expect_keys(prediction, PREDICTION_KEYS)
+    for key in PREDICTION_KEYS:
+        expect_type(prediction[key], int, key)
+    truth = _trimming_truth()
+    for key, why in TRIMMING_HINTS.items():
+        if prediction[key] != truth[key]:
+            raise Fail(f"{key} = {prediction[key]}? {why}")
+    return "15 checkpoints and 4 messages, then 3 and 2: trimming bounds the state, deleting bounds the history"

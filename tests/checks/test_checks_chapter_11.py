@@ -1,102 +1,142 @@
-"""Wrong answers for chapter 11's exercises must fail with a hint (same shape as chapter 00)."""
+"""Wrong answers for chapter 11's exercises must fail with a hint; right ones must pass.
 
-import datetime as dt
+Same shape as tests/checks/test_checks_chapter_00.py.
+"""
 
-from helpers.checks import PASSED, evaluate
-from helpers.serializer_safety import Cabin, FareQuote, SeatHold
+import pytest
 
-
-def _candidates(saver):
-    return {c.config["configurable"]["thread_id"]: c.metadata for c in saver.list(None, filter={"status": "finished"})}
+from helpers.checks import FAILED, PASSED, evaluate
 
 
-def naive_rule(saver, today, keep_days):
-    """The chapter's first rule: any finished checkpoint old enough (ignores reopened threads)."""
-    return sorted({t for t, m in _candidates(saver).items() if today - m["finished_day"] >= keep_days})
+# ----------------------------------------------------------------------------- 11.1 answers
+def accept_right(conn, tenant_id, command_id, payload_fingerprint):
+    cur = conn.execute(
+        "INSERT INTO commands (tenant_id, command_id, fingerprint) VALUES (?, ?, ?) "
+        "ON CONFLICT (tenant_id, command_id) DO NOTHING", (tenant_id, command_id, payload_fingerprint))
+    created = cur.rowcount == 1
+    (stored,) = conn.execute("SELECT fingerprint FROM commands WHERE tenant_id = ? AND command_id = ?",
+                             (tenant_id, command_id)).fetchone()
+    return stored, created
 
 
-def strictly_older(saver, today, keep_days):
-    out = []
-    for t in _candidates(saver):
-        latest = saver.get_tuple({"configurable": {"thread_id": t}}).metadata
-        if latest.get("status") == "finished" and today - latest["finished_day"] > keep_days:
-            out.append(t)
-    return out
+def accept_insert_or_ignore_with_cursor(conn, tenant_id, command_id, payload_fingerprint):
+    cur = conn.cursor()
+    cur.execute("INSERT OR IGNORE INTO commands VALUES (?, ?, ?)", (tenant_id, command_id, payload_fingerprint))
+    created = cur.rowcount == 1
+    cur.execute("SELECT fingerprint FROM commands WHERE tenant_id = ? AND command_id = ?", (tenant_id, command_id))
+    return cur.fetchone()[0], created
 
 
-def every_finished(saver, today, keep_days):
-    out = []
-    for t in _candidates(saver):
-        if saver.get_tuple({"configurable": {"thread_id": t}}).metadata.get("status") == "finished":
-            out.append(t)
-    return out
+def accept_try_insert(conn, tenant_id, command_id, payload_fingerprint):
+    import sqlite3
+
+    try:
+        conn.execute("INSERT INTO commands VALUES (?, ?, ?)", (tenant_id, command_id, payload_fingerprint))
+        created = True
+    except sqlite3.IntegrityError:
+        created = False
+    row = conn.execute("SELECT fingerprint FROM commands WHERE tenant_id = ? AND command_id = ?",
+                       (tenant_id, command_id)).fetchone()
+    return row[0], created
 
 
-def deletes_itself(saver, today, keep_days):
-    for t in ("t-old", "t-edge"):
-        saver.delete_thread(t)
-    return ["t-edge", "t-old"]
+def check_then_insert(insert_statement):
+    """The learner's accept that looks for the row first and inserts only when it found none.
+
+    Two callers that look at the same moment both find nothing: with a plain INSERT the
+    second one raises IntegrityError, with INSERT OR IGNORE both report created=True.
+    """
+
+    def accept(conn, tenant_id, command_id, payload_fingerprint):
+        row = conn.execute("SELECT fingerprint FROM commands WHERE tenant_id = ? AND command_id = ?",
+                           (tenant_id, command_id)).fetchone()
+        if row is not None:
+            return row[0], False
+        conn.execute(insert_statement, (tenant_id, command_id, payload_fingerprint))
+        return payload_fingerprint, True
+
+    return accept
 
 
-def returns_a_string(saver, today, keep_days):
-    return "t-edge,t-old"
+accept_check_then_insert = check_then_insert("INSERT INTO commands VALUES (?, ?, ?)")
+accept_check_then_insert_or_ignore = check_then_insert("INSERT OR IGNORE INTO commands VALUES (?, ?, ?)")
 
 
-def every_thread(saver, today, keep_days):
-    return sorted({c.config["configurable"]["thread_id"] for c in saver.list(None)})
+def accept_returns_given(conn, tenant_id, command_id, payload_fingerprint):
+    cur = conn.execute("INSERT INTO commands VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                       (tenant_id, command_id, payload_fingerprint))
+    return payload_fingerprint, cur.rowcount == 1
 
 
-def raises(saver, today, keep_days):
-    return saver.list(None, filter={"status": "finished"})[0]
+def accept_replace(conn, tenant_id, command_id, payload_fingerprint):
+    cur = conn.execute("INSERT OR REPLACE INTO commands VALUES (?, ?, ?)", (tenant_id, command_id, payload_fingerprint))
+    return payload_fingerprint, cur.rowcount == 1
+
+
+def accept_formatted(conn, tenant_id, command_id, payload_fingerprint):
+    cur = conn.execute(f"INSERT INTO commands VALUES ('{tenant_id}', '{command_id}', '{payload_fingerprint}') "
+                       "ON CONFLICT DO NOTHING")
+    created = cur.rowcount == 1
+    row = conn.execute(f"SELECT fingerprint FROM commands WHERE tenant_id = '{tenant_id}' "
+                       f"AND command_id = '{command_id}'").fetchone()
+    return row[0], created
+
+
+def accept_no_tenant(conn, tenant_id, command_id, payload_fingerprint):
+    cur = conn.execute("INSERT INTO commands VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                       (tenant_id, command_id, payload_fingerprint))
+    row = conn.execute("SELECT fingerprint FROM commands WHERE command_id = ?", (command_id,)).fetchone()
+    return row[0], cur.rowcount == 1
+
+
+def accept_created_only(conn, tenant_id, command_id, payload_fingerprint):
+    cur = conn.execute("INSERT INTO commands VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                       (tenant_id, command_id, payload_fingerprint))
+    return cur.rowcount == 1
+
+
+def accept_raises(conn, tenant_id, command_id, payload_fingerprint):
+    raise KeyError("oops")
+
+
+def accept_stub(conn, tenant_id, command_id, payload_fingerprint):
+    return ...
 
 
 WRONG_ANSWERS = {
     "11.1": [
-        ((naive_rule,), "t-reopened"),
-        ((strictly_older,), ">= keep_days"),
-        ((every_finished,), "less than keep_days"),
-        ((deletes_itself,), "deleted threads itself"),
-        ((returns_a_string,), "return a list"),
-        ((every_thread,), "t-open never finished"),
-        ((raises,), "raised TypeError"),
-    ],
-    "11.2": [
-        (([FareQuote, SeatHold],), "nested types must be listed too"),
-        (([FareQuote, Cabin],), "still blocked: helpers.serializer_safety.SeatHold"),
-        (([FareQuote, Cabin, SeatHold, dt.datetime],), "built-in safe list"),
-        ((True,), "permissive default"),
-        ((None,), "None means strict"),
-        ((["helpers.serializer_safety"],), "a whole module cannot be allowed"),
-        (([FareQuote, Cabin, SeatHold, ("builtins", "print")],), "not in this state"),
-        (("FareQuote",), "expected a list"),
-    ],
-    "11.3": [
-        (({"checkpoints after 5 turns": 15, "messages after 5 turns": 10,
-           "checkpoints at the end": 3, "messages at the end": 2},), "never holds more than 4"),
-        (({"checkpoints after 5 turns": 12, "messages after 5 turns": 4,
-           "checkpoints at the end": 3, "messages at the end": 2},), "3 per turn"),
-        (({"checkpoints after 5 turns": 15, "messages after 5 turns": 4,
-           "checkpoints at the end": 18, "messages at the end": 4},), "removed the whole history"),
-        (({"checkpoints after 5 turns": 15, "messages after 5 turns": 4,
-           "checkpoints at the end": 3, "messages at the end": 4},), "starts empty"),
-        (({"checkpoints after 5 turns": 15},), "missing key"),
-        (([15, 4, 3, 2],), "expected a dict"),
-        (({"checkpoints after 5 turns": "15", "messages after 5 turns": 4,
-           "checkpoints at the end": 3, "messages at the end": 2},), "expected an int"),
+        ((accept_check_then_insert,), "checks first and inserts later"),
+        ((accept_check_then_insert_or_ignore,), "concurrent callers got created=True"),
+        ((accept_returns_given,), "return the fingerprint read from the table"),
+        ((accept_replace,), "INSERT OR REPLACE"),
+        ((accept_formatted,), "? parameter"),
+        ((accept_no_tenant,), "filter the SELECT on both"),
+        ((accept_created_only,), "return a pair"),
+        ((accept_raises,), "raised KeyError"),
+        (("INSERT ... ON CONFLICT DO NOTHING",), "expected a function"),
     ],
 }
 
 
-def test_right_answers_pass():
-    def rule(saver, today, keep_days):
-        out = []
-        for t in {c.config["configurable"]["thread_id"] for c in saver.list(None, filter={"status": "finished"})}:
-            latest = saver.get_tuple({"configurable": {"thread_id": t}}).metadata
-            if latest.get("status") == "finished" and today - latest["finished_day"] >= keep_days:
-                out.append(t)
-        return set(out)
+@pytest.mark.parametrize("answer", [accept_right, accept_insert_or_ignore_with_cursor, accept_try_insert])
+def test_insert_first_implementations_pass(answer):
+    result = evaluate("11.1", answer)
+    assert result.status == PASSED, result
 
-    assert evaluate("11.1", rule).status == PASSED
-    assert evaluate("11.2", [("helpers.serializer_safety", "FareQuote"), Cabin, SeatHold]).status == PASSED
-    assert evaluate("11.3", {"checkpoints after 5 turns": 15, "messages after 5 turns": 4,
-                             "checkpoints at the end": 3, "messages at the end": 2}).status == PASSED
+
+def test_check_then_insert_is_caught_every_time():
+    # The gate makes the losing interleaving certain, not likely: repeat to be sure.
+    for _ in range(5):
+        result = evaluate("11.1", accept_check_then_insert_or_ignore)
+        assert result.status == FAILED and "created=True" in result.message, result
+
+
+def test_a_plain_sql_typo_is_not_blamed_on_formatting():
+    def typo(conn, tenant_id, command_id, payload_fingerprint):
+        conn.execute("INSERT INTO commands VALUES (?, ?, ?) ON CONFLICT DO NOTHIN",
+                     (tenant_id, command_id, payload_fingerprint))
+        return payload_fingerprint, True
+
+    result = evaluate("11.1", typo)
+    assert result.status == FAILED and "OperationalError" in result.message and "? parameter" not in result.message
+

@@ -1,139 +1,102 @@
 """Wrong answers for chapter 12's exercises must fail with a hint (same shape as chapter 00)."""
 
-from langgraph.types import Command
+import datetime as dt
 
 from helpers.checks import PASSED, evaluate
-
-RIGHT_SURVIVES = {"reject": ["A"], "enqueue": ["A", "B", "C"], "interrupt": ["C"], "rollback": ["C"]}
-RIGHT_RUNS = {"reject": 1, "enqueue": 3, "interrupt": 3, "rollback": 1}
+from helpers.serializer_safety import Cabin, FareQuote, SeatHold
 
 
-def survives(**changes):
-    return {**RIGHT_SURVIVES, **changes}
+def _candidates(saver):
+    return {c.config["configurable"]["thread_id"]: c.metadata for c in saver.list(None, filter={"status": "finished"})}
 
 
-def runs(**changes):
-    return {**RIGHT_RUNS, **changes}
+def naive_rule(saver, today, keep_days):
+    """The chapter's first rule: any finished checkpoint old enough (ignores reopened threads)."""
+    return sorted({t for t, m in _candidates(saver).items() if today - m["finished_day"] >= keep_days})
 
 
-def seed_body(approved):
-    return {"input": {"command": {"resume": "yes" if approved else "no"}}}
-
-
-def always_yes(approved):
-    return {"command": {"resume": "yes"}}
-
-
-def bare_resume(approved):
-    return {"resume": approved}
-
-
-def command_object(approved):
-    return {"command": Command(resume=approved)}
-
-
-def bool_resume(approved):
-    return {"command": {"resume": approved}}
-
-
-def approve_words(approved):
-    return {"command": {"resume": "approve" if approved else "reject"}}
-
-
-def wrong_key(approved):
-    return {"command": {"answer": approved}}
-
-
-def new_input(approved):
-    return {"input": {"approved": approved}}
-
-
-def trusts_request(tenant, request):
-    return {"metadata": {"tenant": tenant, **request}, "limit": 50}
-
-
-def tenant_from_request(tenant, request):
-    meta = {k: request[k] for k in ("trip", "kind") if k in request}
-    out = {"metadata": {**meta, "tenant": request.get("tenant", tenant)}, "limit": 50}
-    if request.get("status") in ("idle", "busy", "interrupted", "error"):
-        out["status"] = request["status"]
+def strictly_older(saver, today, keep_days):
+    out = []
+    for t in _candidates(saver):
+        latest = saver.get_tuple({"configurable": {"thread_id": t}}).metadata
+        if latest.get("status") == "finished" and today - latest["finished_day"] > keep_days:
+            out.append(t)
     return out
 
 
-def no_tenant(tenant, request):
-    return {"metadata": {k: request[k] for k in ("trip", "kind") if k in request}, "limit": 50}
-
-
-def request_limit(tenant, request):
-    meta = {k: request[k] for k in ("trip", "kind") if k in request}
-    out = {"metadata": {**meta, "tenant": tenant}, "limit": request.get("limit", 50)}
-    if request.get("status") in ("idle", "busy", "interrupted", "error"):
-        out["status"] = request["status"]
+def every_finished(saver, today, keep_days):
+    out = []
+    for t in _candidates(saver):
+        if saver.get_tuple({"configurable": {"thread_id": t}}).metadata.get("status") == "finished":
+            out.append(t)
     return out
 
 
-def any_status(tenant, request):
-    meta = {k: request[k] for k in ("trip", "kind") if k in request}
-    out = {"metadata": {**meta, "tenant": tenant}, "limit": 50}
-    if "status" in request:
-        out["status"] = request["status"]
-    return out
+def deletes_itself(saver, today, keep_days):
+    for t in ("t-old", "t-edge"):
+        saver.delete_thread(t)
+    return ["t-edge", "t-old"]
 
 
-def ignores_status(tenant, request):
-    meta = {k: request[k] for k in ("trip", "kind") if k in request}
-    return {"metadata": {**meta, "tenant": tenant}, "limit": 50}
+def returns_a_string(saver, today, keep_days):
+    return "t-edge,t-old"
 
 
-def filter_kwarg(tenant, request):
-    return {"filter": {"tenant": tenant}, "limit": 50}
+def every_thread(saver, today, keep_days):
+    return sorted({c.config["configurable"]["thread_id"] for c in saver.list(None)})
+
+
+def raises(saver, today, keep_days):
+    return saver.list(None, filter={"status": "finished"})[0]
 
 
 WRONG_ANSWERS = {
     "12.1": [
-        ((survives(interrupt=["B", "C"]), RIGHT_RUNS), "including B that was still waiting"),
-        ((survives(rollback=["A", "C"]), RIGHT_RUNS), "C deletes B"),
-        ((survives(reject=["A", "B", "C"]), RIGHT_RUNS), "refused with 409"),
-        ((survives(enqueue=["C"]), RIGHT_RUNS), "wait in line"),
-        ((RIGHT_SURVIVES, runs(rollback=3)), "deleted (404)"),
-        ((RIGHT_SURVIVES, runs(interrupt=1)), "stay listed"),
-        ((RIGHT_SURVIVES, runs(reject=3)), "never created"),
-        (({"reject": ["A"]}, RIGHT_RUNS), "missing strategies"),
-        ((survives(reject="A"), RIGHT_RUNS), "should be a list"),
+        ((naive_rule,), "t-reopened"),
+        ((strictly_older,), ">= keep_days"),
+        ((every_finished,), "less than keep_days"),
+        ((deletes_itself,), "deleted threads itself"),
+        ((returns_a_string,), "return a list"),
+        ((every_thread,), "t-open never finished"),
+        ((raises,), "raised TypeError"),
     ],
     "12.2": [
-        ((seed_body,), "article's request"),
-        ((always_yes,), "to reject, resume with anything but 'yes'"),
-        ((bare_resume,), "no parameter 'resume'"),
-        ((command_object,), "not a langgraph Command object"),
-        ((bool_resume,), "approves only the string 'yes'"),
-        ((approve_words,), "approves only the string 'yes'"),
-        ((wrong_key,), "goes under 'resume'"),
-        ((new_input,), "nothing resumes the paused node"),
+        (([FareQuote, SeatHold],), "nested types must be listed too"),
+        (([FareQuote, Cabin],), "still blocked: helpers.serializer_safety.SeatHold"),
+        (([FareQuote, Cabin, SeatHold, dt.datetime],), "built-in safe list"),
+        ((True,), "permissive default"),
+        ((None,), "None means strict"),
+        ((["helpers.serializer_safety"],), "a whole module cannot be allowed"),
+        (([FareQuote, Cabin, SeatHold, ("builtins", "print")],), "not in this state"),
+        (("FareQuote",), "expected a list"),
     ],
     "12.3": [
-        ((trusts_request,), "copy only 'trip' and 'kind'"),
-        ((tenant_from_request,), "must hold 'tenant': tenant_id"),
-        ((no_tenant,), "must hold 'tenant'"),
-        ((request_limit,), "a request must not choose it"),
-        ((any_status,), "is not a thread status"),
-        ((ignores_status,), "your search would return"),
-        ((filter_kwarg,), "no parameter 'filter'"),
+        (({"checkpoints after 5 turns": 15, "messages after 5 turns": 10,
+           "checkpoints at the end": 3, "messages at the end": 2},), "never holds more than 4"),
+        (({"checkpoints after 5 turns": 12, "messages after 5 turns": 4,
+           "checkpoints at the end": 3, "messages at the end": 2},), "3 per turn"),
+        (({"checkpoints after 5 turns": 15, "messages after 5 turns": 4,
+           "checkpoints at the end": 18, "messages at the end": 4},), "removed the whole history"),
+        (({"checkpoints after 5 turns": 15, "messages after 5 turns": 4,
+           "checkpoints at the end": 3, "messages at the end": 4},), "starts empty"),
+        (({"checkpoints after 5 turns": 15},), "missing key"),
+        (([15, 4, 3, 2],), "expected a dict"),
+        (({"checkpoints after 5 turns": "15", "messages after 5 turns": 4,
+           "checkpoints at the end": 3, "messages at the end": 2},), "expected an int"),
     ],
 }
 
 
 def test_right_answers_pass():
-    assert evaluate("12.1", RIGHT_SURVIVES, RIGHT_RUNS).status == PASSED
-    assert evaluate("12.2", lambda approved: {"command": {"resume": "yes" if approved else "no"}}).status == PASSED
-    # Only "yes" approves (chapter 07's approve node): any other rejection value is right too.
-    assert evaluate("12.2", lambda approved: {"command": {"resume": "yes" if approved else False}}).status == PASSED
+    def rule(saver, today, keep_days):
+        out = []
+        for t in {c.config["configurable"]["thread_id"] for c in saver.list(None, filter={"status": "finished"})}:
+            latest = saver.get_tuple({"configurable": {"thread_id": t}}).metadata
+            if latest.get("status") == "finished" and today - latest["finished_day"] >= keep_days:
+                out.append(t)
+        return set(out)
 
-    def safe(tenant, request):
-        meta = {k: request[k] for k in ("trip", "kind") if k in request}
-        out = {"metadata": {**meta, "tenant": tenant}, "limit": 50}
-        if request.get("status") in ("idle", "busy", "interrupted", "error"):
-            out["status"] = request["status"]
-        return out
-
-    assert evaluate("12.3", safe).status == PASSED
+    assert evaluate("12.1", rule).status == PASSED
+    assert evaluate("12.2", [("helpers.serializer_safety", "FareQuote"), Cabin, SeatHold]).status == PASSED
+    assert evaluate("12.3", {"checkpoints after 5 turns": 15, "messages after 5 turns": 4,
+                             "checkpoints at the end": 3, "messages at the end": 2}).status == PASSED

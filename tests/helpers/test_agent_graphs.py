@@ -1,7 +1,7 @@
 """helpers.agent_graphs: it serves chapter 07's approval workflow, and its auth handlers draw the tenant boundary.
 
 The handlers are plain async functions, so they are called here directly with the context
-the server would pass; chapter 12 shows them working inside a real `langgraph dev` server.
+the server would pass; chapter 13 shows them working inside a real `langgraph dev` server.
 """
 
 import ast

@@ -35,7 +35,7 @@ def test_approve_and_reject_paths():
 
 
 def test_builds_without_a_checkpointer_and_keeps_json_state():
-    """What a server that brings its own persistence needs (chapter 12's Agent Server)."""
+    """What a server that brings its own persistence needs (chapter 13's Agent Server)."""
     graph = build_approval_workflow()
     assert graph.checkpointer is None
     result = graph.invoke({"request": "PEK-CDG, 1 traveller"})

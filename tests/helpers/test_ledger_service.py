@@ -1,4 +1,4 @@
-"""ChatService and its experiments: the ledger in front of a real graph on SqliteSaver (chapter 10)."""
+"""ChatService and its experiments: the ledger in front of a real graph on SqliteSaver (chapter 11)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""helpers.multitask against a real local Agent Server, and the facts chapter 12's checks rely on.
+"""helpers.multitask against a real local Agent Server, and the facts chapter 13's checks rely on.
 
 One server for the module (each run on the in-memory server waits ~0.5-1 s in its queue,
 so the tests keep the number of runs small). Nothing may be left running afterwards.
@@ -30,7 +30,7 @@ def client() -> Iterator[object]:
     assert leftover_server_processes() == []
 
 
-EXPECTED_TWO_RUNS = {  # what chapter 12's table shows
+EXPECTED_TWO_RUNS = {  # what chapter 13's table shows
     "reject": {"statuses": ("success", REFUSED), "runs listed": 1, "survived": ("first",), "checkpoints": 3},
     "enqueue": {"statuses": ("success", "success"), "runs listed": 2, "survived": ("first", "second"),
                 "checkpoints": 6},
