@@ -18,14 +18,10 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from course.ledger_bench import benchmark_ledger, rows_for_table
-from helpers import ledger as ledger_module
-from helpers.ledger import acceptance as ledger_acceptance
-from helpers.ledger import ids as ledger_ids
 from helpers.ledger import (
     CRASH_POINTS,
     MIN_SQLITE,
     RUN_NAMESPACE,
-    CommandNotFound,
     ConversationNotFound,
     Delivery,
     Forbidden,
@@ -48,6 +44,8 @@ from helpers.ledger import (
     utc_now,
     validate_id,
 )
+from helpers.ledger import acceptance as ledger_acceptance
+from helpers.ledger import ids as ledger_ids
 
 T = "tenant-a"
 

@@ -21,7 +21,6 @@ from pathlib import Path
 import psutil
 import pytest
 
-from helpers.ledger import schema as ledger_schema
 from helpers.ledger import (
     SCHEMA_VERSION,
     InvalidId,
@@ -32,6 +31,7 @@ from helpers.ledger import (
     SchemaVersionError,
     fingerprint,
 )
+from helpers.ledger import schema as ledger_schema
 
 T = "tenant-a"
 

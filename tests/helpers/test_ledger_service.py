@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import HumanMessage
 
-from helpers.ledger import experiments as lx
 from helpers import preloaded_processes
 from helpers.ledger import (
     CRASH_POINTS,
@@ -22,6 +21,7 @@ from helpers.ledger import (
     PayloadMismatch,
     new_command_id,
 )
+from helpers.ledger import experiments as lx
 from helpers.ledger.service import ChatService, main
 
 WINDOW = {"kind": "message", "message_id": "m-1", "text": "I prefer a window seat"}
