@@ -16,6 +16,8 @@ chapter; these functions start threads and processes, inject crashes and count o
   has imported :data:`CHILD_PRELOAD` (and so LangGraph) once.
 * :func:`slow_run`: a run that outlives its lease, with and without renewal, on a
   :class:`helpers.ledger.ManualClock` (no waiting).
+* :data:`JOBS_SCHEMA` / :func:`open_jobs_table`: the small ``jobs`` table that exercises
+  11.2 to 11.4 work on (a command's delivery columns, without the rest).
 """
 
 from __future__ import annotations
@@ -33,8 +35,9 @@ from helpers import checkpoints, ledger, preloaded_processes
 from helpers.ledger import service as ledger_service
 from helpers.ledger.service import ChatService
 
-__all__ = ["CHILD_PRELOAD", "check_then_insert_race", "crash_table", "crash_then_restart", "run_dispatchers",
-           "run_rows", "run_together", "slow_run", "status_counts", "table_counts", "unique_keys"]
+__all__ = ["CHILD_PRELOAD", "JOBS_SCHEMA", "check_then_insert_race", "crash_table", "crash_then_restart",
+           "open_jobs_table", "run_dispatchers", "run_rows", "run_together", "slow_run", "status_counts",
+           "table_counts", "unique_keys"]
 
 WINDOW = {"kind": "message", "message_id": "m-1", "text": "I prefer a window seat"}
 
@@ -295,3 +298,22 @@ def slow_run(directory: str | Path, *, renew: bool) -> dict[str, Any]:
         finish.set()
         a.close()
         b.close()
+
+
+JOBS_SCHEMA = """
+CREATE TABLE jobs (
+    seq           INTEGER PRIMARY KEY,            -- the order of acceptance
+    thread_id     TEXT NOT NULL,
+    status        TEXT NOT NULL DEFAULT 'queued'
+                  CHECK (status IN ('queued', 'running', 'done', 'dead')),
+    attempt       INTEGER NOT NULL DEFAULT 0,     -- the fencing token: every claim adds 1
+    lease_expires REAL NOT NULL DEFAULT 0,        -- a running job's lease ends at this clock() value
+    result        TEXT)
+"""
+
+
+def open_jobs_table(path: str | Path = ":memory:") -> sqlite3.Connection:
+    """A connection in autocommit mode (each statement commits) to a file with an empty ``jobs`` table."""
+    conn = sqlite3.connect(path, isolation_level=None, timeout=10, check_same_thread=False)
+    conn.execute(JOBS_SCHEMA)
+    return conn
