@@ -1,6 +1,6 @@
 """Checks for chapter 11 (the command ledger).
 
-11.1 accepts on the ``commands`` table of ``helpers.business_ids.ACCEPT_SCHEMA``; 11.2 to 11.4
+11.1 accepts on the ``commands`` table of ``helpers.ledger.experiments.ACCEPT_SCHEMA``; 11.2 to 11.4
 work on the small ``jobs`` table of ``helpers.ledger.experiments.JOBS_SCHEMA`` (a command's
 delivery columns alone), each on fresh rows the chapter never shows.
 """
@@ -126,7 +126,7 @@ class _GatedConnection:
 
 
 def _race(accept: Any, path: Path, key: str, fingerprints: list[str], *, gated: bool) -> list[Any]:
-    from helpers.business_ids import open_commands_table
+    from helpers.ledger.experiments import open_commands_table
 
     n = len(fingerprints)
     start = threading.Barrier(n)
@@ -191,7 +191,7 @@ def _judge_race(results: list[Any], fingerprints: list[str], rows: list[tuple], 
 
 @exercise("11.1")
 def check_accept(accept):
-    from helpers.business_ids import open_commands_table
+    from helpers.ledger.experiments import open_commands_table
 
     if accept is ... or not callable(accept):
         call_answer(accept, what="accept(conn, tenant_id, command_id, payload_fingerprint)")

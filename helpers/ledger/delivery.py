@@ -133,14 +133,10 @@ def check_delivery(conn: sqlite3.Connection, delivery: ledger.Delivery) -> int:
     named = (delivery.tenant_id, delivery.command_id, delivery.conversation_id, delivery.thread_id,
              delivery.run_id) if row is not None else None
     if row is None or row[:5] != named or not 1 <= delivery.attempt <= row[5]:
-        raise ledger.InvalidDelivery(f"no claim made this delivery ({_describe(delivery)}); nothing was written")
+        shown = ", ".join(f"{field}={repr(getattr(delivery, field, None))[:40]}"  # short: never echo a huge value
+                          for field in ("seq", "attempt", "tenant_id", "command_id"))
+        raise ledger.InvalidDelivery(f"no claim made this delivery ({shown}); nothing was written")
     return row[5]
-
-
-def _describe(delivery: object) -> str:
-    # Never echo a huge hostile value into an error message.
-    fields = ("seq", "attempt", "tenant_id", "command_id")
-    return ", ".join(f"{f}={repr(getattr(delivery, f, None))[:40]}" for f in fields)
 
 
 # saved as helpers.ledger.delivery.renew_lease
