@@ -14,7 +14,7 @@ and what it holds. ``tests/course/test_architecture.py`` keeps the chapter lists
     appendix_graphs         13        a graph that stays busy until a test or cell releases it
     approval_workflow       07 13     the booking-approval workflow with interrupts (saved from 07)
     booking_crashes         06        real crashes in forks of the kernel: lost writes, idempotency keys
-    business_ids            10 11     ID properties, personal-data footprints, the hold graph
+    business_ids            10        ID properties, personal-data footprints, the hold graph
     checkpoint_anatomy      02        structural views of a checkpoint and of a saver's tables
     checkpoint_ids          04        uuid6 checkpoint IDs read field by field; the parent chain
     checkpoints             02 03 04 05 06 09 10 11 12  history tables with stable labels (C0, C1, …)
@@ -30,7 +30,7 @@ and what it holds. ``tests/course/test_architecture.py`` keeps the chapter lists
     ledger                  10 11     the SQLite command ledger, a package: schema, acceptance, delivery, service, …
     multitask               13        double-texting on the Agent Server, made deterministic
     namespaces              05        the trip planner's nested subgraphs (saved from 05), namespace views
-    preloaded_processes     07 10 11 12  child processes forked from a server that imported LangGraph once
+    preloaded_processes     07 10 12  child processes forked from a server that imported LangGraph once
     processes               00 01 03  real child Python processes (fresh interpreters)
     serializer_safety       12        custom types in state, the msgpack allowlist, the advisories
     servers                 12 13     a private PostgreSQL and a local Agent Server, always stopped

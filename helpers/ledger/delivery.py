@@ -99,7 +99,7 @@ def queue_new(conn: sqlite3.Connection) -> None:
 
 # saved as helpers.ledger.delivery.next_head
 def next_head(conn: sqlite3.Connection, now: float, skip: frozenset[int] | set[int] = frozenset()) -> tuple | None:
-    """(seq, attempt, thread_id) of the oldest head whose lease has ended (0: never leased), or None."""
+    """(seq, attempt, thread_id) of a head whose lease has ended (0: never leased), the earliest first; or None."""
     rows = conn.execute(
         "SELECT seq, attempt, thread_id FROM commands"
         " WHERE status IN ('accepted', 'running') AND ready = 1 AND lease_expires <= ?"
