@@ -293,3 +293,39 @@ def test_check_then_insert_in_three_transaction_styles(tmp_path: Path) -> None:
         lx.check_then_insert_race(tmp_path / "d.db", "optimistic")
 
 
+
+
+def test_receive_runs_skips_resumes_and_forks(service: ChatService) -> None:
+    """The receiver's four moves, each once, and what each costs in reply-node runs."""
+    from helpers.ledger.service import receive
+
+    def provider_down() -> None:
+        raise RuntimeError("provider down")
+
+    service.handle("acme", "k1", "conv-1", WINDOW)
+    first = service.ledger.claim()
+    assert receive(service.graph, service.saver, first) == "ran" and service.calls["reply"] == 1
+    assert receive(service.graph, service.saver, first) == "deduplicated" and service.calls["reply"] == 1
+    assert service.ledger.deliver(first, service.work)
+    service.handle("acme", "k2", "conv-1", QUESTION)
+    service.model_call = provider_down
+    failed = service.ledger.claim()
+    with pytest.raises(RuntimeError):
+        receive(service.graph, service.saver, failed)
+    service.ledger.release(failed, "provider down")
+    service.model_call = None
+    again = service.ledger.claim()
+    assert again.attempt == 2 and receive(service.graph, service.saver, again) == "resumed"
+    assert service.calls["reply"] == 3  # the call that failed was made, and made again
+    assert service.ledger.deliver(again, service.work)
+    service.handle("acme", "k3", "conv-1", {"kind": "regenerate"})
+    regenerate = service.ledger.claim()
+    assert receive(service.graph, service.saver, regenerate) == "forked" and service.calls["reply"] == 4
+    sources = [s.metadata["source"] for s in service.graph.get_state_history(service.thread_config("acme", "conv-1"))]
+    assert sources.count("fork") == 1
+
+
+def test_both_files_are_opened_with_synchronous_full(service: ChatService) -> None:
+    with service.ledger.tx.read() as conn:
+        assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+    assert service.saver.conn.execute("PRAGMA synchronous").fetchone()[0] == 2
