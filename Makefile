@@ -45,7 +45,10 @@ $(STAMP): $(PINS_STAMP) pyproject.toml
 # Kernels talk over Unix sockets (ipc): no "running over TCP without encryption" warning.
 # make's own variables are dropped: JupyterLab's terminals would inherit MAKELEVEL, and
 # `make progress` typed there would print "make[1]: Entering directory" lines.
+# course.jupyter_kernels install (also run by Binder's postBuild) is repeated here, so a .venv
+# built before it existed also culls kernels left idle for 20 minutes with no tab open.
 lab: $(STAMP)
+	@$(PY) -m course.jupyter_kernels install > /dev/null
 	@env -u MAKELEVEL -u MAKEFLAGS -u MFLAGS $(VENV)/bin/jupyter lab --ServerApp.root_dir=. \
 	   --LabApp.default_url=/lab/tree/notebooks/00_start_here.ipynb --KernelManager.transport=ipc \
 	   --port=$(PORT) $(LAB_OPTIONS) $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
@@ -75,7 +78,8 @@ BROWSER_EXTRA = $$($(PY) -c 'import tomllib; print(*tomllib.load(open("pyproject
 test-browser: $(STAMP)
 	@$(PY) -c 'import playwright' 2>/dev/null || $(PY) -m pip install -q $(BROWSER_EXTRA)
 	@COURSE_BROWSER_TESTS=1 $(PY) -m pytest -o addopts="-p no:cacheprovider" tests/browser
-# The grader under load (issue 16): 20 mixed batches while every core is busy (28-46 min on 2 cores).
+# The grader under load (issue 16): mixed batches while every core is busy, 20 by default (about
+# 18 minutes on 2 cores; GRADE_STRESS_BATCHES=N for fewer). .ci/run decides how many (see there).
 test-stress: $(STAMP)
 	@$(PY) -m pytest -m slow -n 0 -s tests/course/test_grade_stress.py
 

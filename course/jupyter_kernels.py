@@ -19,11 +19,20 @@ Two things a learner or maintainer would otherwise see:
   defaulting to this interpreter's ``sys.prefix``) so that its kernels are
   :class:`course.stable_kernel.StableVersionKernel` (see there why). An existing config
   file keeps its content; the course's lines are added once.
+* **Kernels that pile up.** A kernel keeps running after its tab is closed, and each
+  chapter's holds about 90-230 MB: a learner who opened every chapter runs out of a Binder
+  session's 1-2 GB. ``install`` also sets JupyterLab's own culling
+  (``MappingKernelManager.cull_*``) in the environment's Jupyter server config
+  (``PREFIX/etc/jupyter/jupyter_server_config.json``, keeping any other setting there):
+  a kernel idle for :data:`CULL_IDLE_SECONDS` with no tab open is stopped. ``make lab``
+  and Binder's ``postBuild`` both run it. (The ``jupyter_server_config.d`` folder next to
+  it only enables extensions; the server reads no other setting from there.)
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import secrets
 import sys
 from pathlib import Path
@@ -77,6 +86,17 @@ class IpcKernelManager(IpcDefaults, AsyncKernelManager):
 class IpcBlockingKernelManager(IpcDefaults, KernelManager):
     """The same for blocking clients (nbval's)."""
 
+CULL_IDLE_SECONDS = 20 * 60
+# A kernel with an open tab is never culled (cull_connected False), nor one that is running
+# a cell (cull_busy False): only a kernel nobody looks at, idle for 20 minutes, is stopped.
+CULLING = {"MappingKernelManager": {"cull_idle_timeout": CULL_IDLE_SECONDS, "cull_interval": 60,
+                                    "cull_connected": False, "cull_busy": False}}
+
+
+def culling_config_path(prefix: str | Path = sys.prefix) -> Path:
+    """The Jupyter server config file (of the environment at ``prefix``) that culls idle kernels."""
+    return Path(prefix) / "etc" / "jupyter" / "jupyter_server_config.json"
+
 
 def kernel_config_path(prefix: str | Path = sys.prefix) -> Path:
     """The ipykernel config file that kernels of the environment at ``prefix`` read."""
@@ -84,12 +104,21 @@ def kernel_config_path(prefix: str | Path = sys.prefix) -> Path:
 
 
 def install(prefix: str | Path = sys.prefix) -> Path:
-    """Make the environment's kernels :class:`~course.stable_kernel.StableVersionKernel` (idempotent)."""
+    """Make the environment's kernels :class:`~course.stable_kernel.StableVersionKernel`, and cull idle ones.
+
+    Idempotent; returns the kernel config file's path.
+    """
     path = kernel_config_path(prefix)
     path.parent.mkdir(parents=True, exist_ok=True)
     text = path.read_text() if path.exists() else ""
     if CONFIG_MARKER not in text:
         path.write_text(text + ("\n" if text and not text.endswith("\n") else "") + CONFIG_LINES)
+    culling = culling_config_path(prefix)
+    culling.parent.mkdir(parents=True, exist_ok=True)
+    settings = json.loads(culling.read_text()) if culling.exists() else {}
+    for section, values in CULLING.items():
+        settings.setdefault(section, {}).update(values)
+    culling.write_text(json.dumps(settings, indent=2, sort_keys=True) + "\n")
     return path
 
 
@@ -98,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("command", choices=["install"])
     parser.add_argument("--prefix", default=sys.prefix, help="environment to configure (default: this one)")
     args = parser.parse_args(argv)
-    print(f"kernel config: {install(args.prefix)}")
+    print(f"kernel config: {install(args.prefix)}; idle-kernel culling: {culling_config_path(args.prefix)}")
     return 0
 
 

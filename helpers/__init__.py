@@ -14,7 +14,7 @@ and what it holds. ``tests/course/test_architecture.py`` keeps the chapter lists
     appendix_graphs         13        a graph that stays busy until a test or cell releases it
     approval_workflow       07 13     the booking-approval workflow with interrupts (saved from 07)
     booking_crashes         06        real crashes in forks of the kernel: lost writes, idempotency keys
-    business_ids            10        ID properties, personal-data footprints, the hold graph
+    business_ids            10        ID properties, personal-data footprints, the hold graph, a loopback API
     checkpoint_anatomy      02        structural views of a checkpoint and of a saver's tables
     checkpoint_ids          04        uuid6 checkpoint IDs read field by field; the parent chain
     checkpoints             02 03 04 05 06 09 10 11 12  history tables with stable labels (C0, C1, …)
@@ -36,7 +36,7 @@ and what it holds. ``tests/course/test_architecture.py`` keeps the chapter lists
     servers                 12 13     a private PostgreSQL and a local Agent Server, always stopped
     state_growth            12        trimming, summaries, references instead of content
     step_timeline           03        the booking flow (saved from 03) and super-steps made visible
-    tenancy                 05        one opaque thread per owned conversation, with an access check
+    tenancy                 05 10     one opaque thread per owned conversation, with an access check
     text_tables             02 03 04 05 06 07 08 10 11 12 13  plain-text tables for notebooks
     travel_graphs           01 02 04 05 09 10 11 12 13  the running example: chat graph (saved from 01)
 """

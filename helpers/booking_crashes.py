@@ -231,7 +231,7 @@ def booking_crash_trials(workdir: str | Path, key: Callable[[BookState, Executio
     SQLite file whose writes take ``put_delay`` seconds, under durability ``mode`` (None:
     the default), and every invoke gets its own ``run_id`` (as a server gives every run).
     The airline (a file) books, then kills the child. This process resumes each thread:
-    ``invoke(None)`` when a checkpoint was saved, otherwise the same ``request`` again, as
+    ``invoke(None)`` when a checkpoint was saved, otherwise the same ``request`` (the same command) again, as
     a client retry would.
 
     Returns one dict per trial: ``mode``, ``step saved`` (the checkpoint that planned
@@ -253,7 +253,7 @@ def booking_crash_trials(workdir: str | Path, key: Callable[[BookState, Executio
             graph.invoke(resume, {**BOOKING_CONFIG, "run_id": uuid.uuid4()}, **_durability(mode))
         attempts = [json.loads(line) for line in (folder / "keys.jsonl").read_text(encoding="utf-8").splitlines()]
         results.append({"mode": mode, "step saved": 0 in steps,
-                        "resumed with": "the same request again" if resume else "invoke(None)",
+                        "resumed with": "the same command again" if resume else "invoke(None)",
                         "attempts": attempts, "bookings": len(airline.bookings)})
     return results
 

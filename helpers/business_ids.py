@@ -1,21 +1,26 @@
-"""Small tools for chapter 10 (business IDs): ID properties, PII footprints, runtime IDs.
+"""Small tools for chapter 10 (business IDs): ID properties, PII footprints, runtime IDs, a loopback API.
 
-* :func:`uuid_properties` mints uuid4 / uuid7 / uuid5 IDs with :mod:`helpers.ledger` and
-  *measures* their properties (random bits, sorted by creation, embedded time,
-  deterministic), never printing raw values; :func:`uuid7_burst` shows how far ahead of the
+* :func:`uuid_properties` mints uuid4 (``uuid.uuid4``), uuid7 (the pinned ``uuid6``
+  package; Python 3.11 has none) and uuid5 (``uuid.uuid5``) IDs and *measures* their
+  properties (random bits, sorted by creation, embedded time, deterministic), never
+  printing raw values; :func:`uuid7_burst` shows how far ahead of the
   clock the pinned ``uuid6`` package pushes uuid7 timestamps when many are minted at once.
 * :func:`pii_footprint` counts, per table and column of a SQLite file, the rows whose text
   contains a given string (e.g. an e-mail address someone put into a ``thread_id``).
 * :func:`build_hold_graph` (shown in chapter 10) holds the outbound and the return seat at
   the airline; each node asks a function you pass for the idempotency key it would send,
-  and logs what it saw. :func:`crash_inside_hold` crashes a real child process inside that
+  and logs what it saw; the command's ID comes in ``config["configurable"]["command_id"]``.
+  :func:`crash_inside_hold` crashes a real child process inside that
   node (``os._exit``, default durability, a saver with a remote database's write latency),
   resumes the run in this process and returns what the node saw both times.
   The child is forked from an open :class:`helpers.preloaded_processes.ProcessServer` of
   this process that preloaded this module (chapter 10's), else from one made for it.
   :func:`label_values` turns logged IDs into stable labels.
+* :class:`LoopbackApi` is a one-route JSON API on 127.0.0.1 that hands each POSTed body to
+  a function of the notebook, one request at a time, in arrival order: chapter 10's app
+  runs in real child processes and talks to it over HTTP.
 * :data:`ACCEPT_SCHEMA` / :func:`open_commands_table`: the minimal ``commands`` table of
-  exercise 10.1, on an autocommit connection (each statement commits on its own).
+  the command ledger's acceptance exercise (chapter 11), on an autocommit connection.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
@@ -38,11 +44,13 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import ExecutionInfo, Runtime
 from langgraph.types import RetryPolicy
+from uuid6 import uuid7
 
-from helpers import ledger, preloaded_processes
+from helpers import preloaded_processes
 
-__all__ = ["ACCEPT_SCHEMA", "HoldState", "SlowSqliteSaver", "TransientError", "build_hold_graph", "crash_inside_hold",
-           "label_values", "open_commands_table", "pii_footprint", "uuid7_burst", "uuid_properties"]
+__all__ = ["ACCEPT_SCHEMA", "ID_NAMESPACE", "HoldState", "LoopbackApi", "SlowSqliteSaver", "TransientError",
+           "build_hold_graph", "crash_inside_hold", "label_values", "open_commands_table", "pii_footprint",
+           "uuid7_burst", "uuid_properties"]
 
 # ----------------------------------------------------------------------------- uuids
 def _embedded_ms(value: str) -> int:
@@ -58,16 +66,19 @@ def _varying_bits(ids: list[str], time_bits: int) -> int:
     return bin(differ & ((1 << (128 - time_bits)) - 1)).count("1")
 
 
+ID_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "urn:langgraph-persistence-course:ids")
+
+
 def uuid_properties(sample: int = 200) -> list[dict[str, Any]]:
-    """One row per kind, measured on ``sample`` IDs: how the ledger mints it and what it guarantees.
+    """One row per kind, measured on ``sample`` IDs: what each kind guarantees.
 
     ``random_bits`` counts the bit positions (outside uuid7's 48-bit time field) in which
     IDs minted for the *same* input differ; for uuid5 that input is one fixed name.
     """
     makers: dict[str, Callable[[int], str]] = {
-        "uuid4": lambda i: ledger.new_command_id(),
-        "uuid7": lambda i: ledger.new_time_ordered_id(),
-        "uuid5": lambda i: ledger.stable_id(ledger.RUN_NAMESPACE, f"acme/cmd-{i:04d}"),
+        "uuid4": lambda i: str(uuid.uuid4()),
+        "uuid7": lambda i: str(uuid7()),
+        "uuid5": lambda i: str(uuid.uuid5(ID_NAMESPACE, f"acme/cmd-{i:04d}")),
     }
     rows = []
     for kind, make in makers.items():
@@ -91,7 +102,7 @@ def uuid7_burst(n: int = 20_000) -> dict[str, Any]:
     The pinned ``uuid6`` package keeps uuid7s sorted within a process by giving each new ID
     at least the previous ID's millisecond plus one, so a burst runs ahead of the clock.
     """
-    ids = [ledger.new_time_ordered_id() for _ in range(n)]
+    ids = [str(uuid7()) for _ in range(n)]
     now_ms = time.time_ns() // 10**6
     return {"ids": n, "distinct": len(set(ids)) == n, "sorted": ids == sorted(ids),
             "last_ahead_ms": _embedded_ms(ids[-1]) - now_ms}
@@ -136,9 +147,9 @@ def build_hold_graph(checkpointer: BaseCheckpointSaver | None, key_fn: Callable[
                      parallel: bool = True) -> CompiledStateGraph:
     """START -> hold_outbound (and hold_return, if parallel) -> END: seat holds at the airline.
 
-    Each node asks key_fn(ledger_run_id, effect, runtime.execution_info) for the idempotency
-    key it would send to the airline, and logs what it saw. The ledger's run ID comes in
-    config["configurable"]["ledger_run_id"]. fail={"hold_outbound": 1} makes that node time
+    Each node asks key_fn(command_id, effect, runtime.execution_info) for the idempotency
+    key it would send to the airline, and logs what it saw. The command's ID comes in
+    config["configurable"]["command_id"]. fail={"hold_outbound": 1} makes that node time
     out once (TransientError); with retry the nodes have a RetryPolicy of 3 attempts.
     """
     remaining = dict(fail or {})
@@ -147,11 +158,11 @@ def build_hold_graph(checkpointer: BaseCheckpointSaver | None, key_fn: Callable[
     def make_hold(effect: str) -> Callable[[HoldState, RunnableConfig, Runtime], dict[str, list[str]]]:
         def hold(state: HoldState, config: RunnableConfig, runtime: Runtime) -> dict[str, list[str]]:
             info = runtime.execution_info
-            ledger_run_id = config["configurable"].get("ledger_run_id")
-            key = key_fn(ledger_run_id, effect, info)  # here the airline would be called with this key
+            command_id = config["configurable"].get("command_id")
+            key = key_fn(command_id, effect, info)  # here the airline would be called with this key
             with lock:
                 log.append({"node": effect, "attempt": info.node_attempt, "key": key, "task_id": info.task_id,
-                            "run_id": info.run_id, "ledger_run_id": ledger_run_id,
+                            "run_id": info.run_id, "command_id": command_id,
                             "thread_id": info.thread_id, "checkpoint_id": info.checkpoint_id})
                 failing = remaining.get(effect, 0) > 0
                 if failing:
@@ -189,41 +200,41 @@ class SlowSqliteSaver(SqliteSaver):
 
 INFO_FIELDS = ("checkpoint_id", "checkpoint_ns", "task_id", "thread_id", "run_id", "node_attempt")
 
-def _crash_in_hold(path: str, seen: str, ledger_run_id: str, delay: float) -> None:
+def _crash_in_hold(path: str, seen: str, command_id: str, delay: float) -> None:
     """The child of :func:`crash_inside_hold`: run the hold graph and die inside the node."""
 
-    def crash_in_node(run_id: Any, effect: str, info: ExecutionInfo) -> None:
+    def crash_in_node(command: Any, effect: str, info: ExecutionInfo) -> None:
         Path(seen).write_text(json.dumps({f: getattr(info, f) for f in INFO_FIELDS}), encoding="utf-8")
         os._exit(17)  # a real crash inside the node, before the airline answered
 
     saver = SlowSqliteSaver(sqlite3.connect(path, check_same_thread=False), delay)
     graph = build_hold_graph(saver, crash_in_node, [], retry=False, parallel=False)
-    config = {"configurable": {"thread_id": "trip-crash", "ledger_run_id": ledger_run_id}, "run_id": uuid.uuid4()}
+    config = {"configurable": {"thread_id": "trip-crash", "command_id": command_id}, "run_id": uuid.uuid4()}
     graph.invoke({"holds": []}, config)  # the default durability: "async"
 
 
-def crash_inside_hold(directory: str | Path, ledger_run_id: str, *, delay: float = 0.05) -> list[ExecutionInfo]:
+def crash_inside_hold(directory: str | Path, command_id: str, *, delay: float = 0.05) -> list[ExecutionInfo]:
     """What ``hold_outbound`` saw before a real crash inside it, and when the run was delivered again.
 
     A child process (forked by :func:`helpers.preloaded_processes.server_for`'s server) runs
     the hold graph under the default durability on a SQLite file whose writes take ``delay``
     seconds longer; the node calls ``os._exit`` at once. This process then delivers the
     command again, as a dispatcher would: ``invoke(None, ...)`` if a checkpoint survived,
-    else the input again, with the same ledger run ID and a new LangGraph run ID. Returns
+    else the input again, with the same command ID and a new LangGraph run ID. Returns
     the two ExecutionInfo objects the node got.
     """
     folder = Path(directory)
     path, seen = folder / "holds.db", folder / "seen-before-crash.json"
     with preloaded_processes.server_for([__name__]) as server:
-        code = server.run(_crash_in_hold, str(path), str(seen), ledger_run_id, delay)
+        code = server.run(_crash_in_hold, str(path), str(seen), command_id, delay)
     if code != 17:
         raise RuntimeError(f"the crashing child exited with {code}, not 17: it never reached the node")
     before = ExecutionInfo(**json.loads(seen.read_text(encoding="utf-8")))
     log: list[dict[str, Any]] = []
     conn = sqlite3.connect(path, check_same_thread=False)
     try:
-        graph = build_hold_graph(SqliteSaver(conn), lambda run_id, effect, info: info, log, parallel=False)
-        config = {"configurable": {"thread_id": "trip-crash", "ledger_run_id": ledger_run_id}, "run_id": uuid.uuid4()}
+        graph = build_hold_graph(SqliteSaver(conn), lambda command, effect, info: info, log, parallel=False)
+        config = {"configurable": {"thread_id": "trip-crash", "command_id": command_id}, "run_id": uuid.uuid4()}
         survived = graph.get_state(config).next
         graph.invoke(None if survived else {"holds": []}, config)
     finally:
@@ -240,7 +251,57 @@ def label_values(values: Iterable[Any], prefix: str) -> dict[Any, str]:
     return labels
 
 
-# ----------------------------------------------------------------------------- exercise 10.1
+# ----------------------------------------------------------------------------- the loopback API
+class LoopbackApi:
+    """A one-route JSON API on 127.0.0.1 (a free port): ``POST`` a JSON body, get ``handler(body)`` back as JSON.
+
+    One thread serves one request at a time, in the order the clients connected, so a demo
+    whose clients run one after another sees their requests in that order. A client that
+    went away before its answer was written (a reloaded page) is not an error: the handler
+    has run, the answer is dropped. ``received`` counts requests. :meth:`close` stops the
+    server and its thread; use it in a visible cell.
+    """
+
+    def __init__(self, handler: Callable[[dict[str, Any]], Any]) -> None:
+        api = self
+        self.received = 0
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (the name http.server calls)
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                api.received += 1
+                data = json.dumps(handler(body)).encode()
+                try:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except OSError:  # the client is gone: nobody reads this answer
+                    pass
+
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (http.server's name)
+                pass  # no access log in a notebook cell
+
+        class Server(HTTPServer):
+            def handle_error(self, request: Any, client_address: Any) -> None:
+                pass  # a client that hung up mid-answer
+
+        self._server = Server(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/commands"
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
+                                        name="loopback-api", daemon=True)
+        self._thread.start()
+
+    def close(self) -> bool:
+        """Stop serving and close the socket; True when the server thread has ended."""
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(5)
+        return not self._thread.is_alive()
+
+
+# ----------------------------------------------------------------------------- chapter 11's acceptance exercise
 ACCEPT_SCHEMA = ("CREATE TABLE IF NOT EXISTS commands (tenant_id TEXT NOT NULL, command_id TEXT NOT NULL, "
                  "fingerprint TEXT NOT NULL, PRIMARY KEY (tenant_id, command_id))")
 

@@ -79,9 +79,9 @@ def build_lookup_graph(checkpointer: BaseCheckpointSaver | None, find_seat: Call
 
 
 class BookState(TypedDict, total=False):
-    """A booking request: its business ID, the seat to book, the airline's confirmation code."""
+    """A booking command: its business ID (the command ID), the seat to book, the airline's confirmation code."""
 
-    request_id: str
+    command_id: str
     seat: str
     confirmation: str
 

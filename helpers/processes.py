@@ -25,8 +25,12 @@ class ProcessResult:
         return self.stdout.splitlines()
 
 
-class ChildProcessError(RuntimeError):
-    """A child process failed when it was expected to succeed."""
+class ChildProcessFailed(RuntimeError):
+    """A child process failed when it was expected to succeed.
+
+    Not named ``ChildProcessError``: that is a built-in (an OSError subclass for ECHILD), and
+    shadowing it would make ``except ChildProcessError`` mean two things.
+    """
 
 
 def run_python(code: str, *args: object, cwd: str | Path | None = None, timeout: float = 60,
@@ -63,6 +67,6 @@ def run_pythons(jobs: list[tuple[object, ...]], *, cwd: str | Path | None = None
     for result in results:
         if expect_returncode is not None and result.returncode != expect_returncode:
             tail = "\n".join(result.stderr.strip().splitlines()[-15:])
-            raise ChildProcessError(f"child process exited with {result.returncode}, "
+            raise ChildProcessFailed(f"child process exited with {result.returncode}, "
                                     f"expected {expect_returncode}:\n{tail}")
     return results

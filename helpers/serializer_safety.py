@@ -216,7 +216,8 @@ class Advisory:
     what: str
 
 
-# From shared/LANGGRAPH_FACTS.md ("Security advisories"): never run below `fixed`.
+# The published advisories (GitHub security advisories of the langgraph repository, and the
+# CVE records they name), as chapter 12's advisories table shows them: never run below `fixed`.
 ADVISORIES = (
     Advisory("CVE-2025-64439", "langgraph-checkpoint", "< 3.0.0", "3.0.0",
              "RCE via JsonPlusSerializer 'json' fallback"),

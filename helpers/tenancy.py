@@ -88,7 +88,7 @@ class ThreadDirectory:
                           if conversation.tenant_id == tenant_id for thread in conversation.threads.values())
 
 
-# saved as helpers.tenancy.fare_desk (this and build_fare_desk_graph are shown in chapter 05)
+# saved as helpers.tenancy.fare_desk (this and build_fare_desk_graph are shown in chapter 10)
 def fare_desk(state: MessagesState) -> dict[str, Any]:
     """A stand-in fare assistant: it reports how many messages it was handed."""
     return {"messages": [AIMessage(content=f"Fare desk: I see {len(state['messages'])} message(s); "

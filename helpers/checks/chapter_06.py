@@ -151,7 +151,7 @@ RUNTIME_IDS = ("task_id", "checkpoint_id", "checkpoint_ns")
 
 
 def _request() -> BookState:
-    return {"request_id": str(uuid.uuid4()), "seat": "14C"}
+    return {"command_id": str(uuid.uuid4()), "seat": "14C"}
 
 
 def _sample_info() -> ExecutionInfo:
@@ -173,10 +173,10 @@ def _what_changed(key: KeyFunction, state: BookState, first: ExecutionInfo, late
                          (("run_id",), "info.run_id is the run's, and every run (a resume too) can have its own"),
                          (RUNTIME_IDS, "info.task_id (and the checkpoint id it hashes) changes when the process "
                                        "died before the step's checkpoint was saved, as under the default "
-                                       "durability here")):
+                                       "durability here; build the key from state['command_id'] instead")):
         if key(state, later.patch(**{name: getattr(first, name) for name in fields})) == target:
             return hint
-    return "the key must depend only on what the client sends again with a retry, such as state['request_id']"
+    return "the key must depend only on what the client sends again with a retry, such as state['command_id']"
 
 
 @exercise("06.3")
@@ -184,16 +184,16 @@ def check_idempotency_key(idempotency_key: Any) -> str:
     if idempotency_key is Ellipsis:
         raise NotAttempted("replace the ... with your function")
     request, info = _request(), _sample_info()
-    first = _key_of(idempotency_key, request, info, "a booking request")
-    if first == request["request_id"]:
-        raise Fail("the key is the request ID itself, so a second effect of the same request (a hotel booking, say) "
-                   "would get the same key; combine the request ID with the effect's name, e.g. with uuid.uuid5")
-    # a second request on the same thread: a new run, so the runtime's IDs are new too
+    first = _key_of(idempotency_key, request, info, "a booking command")
+    if first == request["command_id"]:
+        raise Fail("the key is the command ID itself, so a second effect of the same command (a hotel booking, say) "
+                   "would get the same key; combine the command ID with the effect's name, e.g. with uuid.uuid5")
+    # a second command on the same thread: a new run, so the runtime's IDs are new too
     other = _key_of(idempotency_key, {**_request(), "seat": request["seat"]}, _sample_info(),
-                    "a second booking request")
+                    "a second booking command")
     if other == first:
-        raise Fail("two different requests (two request_ids) got the same key, so the airline would refuse a genuine "
-                   "second booking: build the key from state['request_id']")
+        raise Fail("two different commands (two command_ids) got the same key, so the airline would refuse a genuine "
+                   "second booking: build the key from state['command_id']")
 
     # a RetryPolicy retry inside one run: node_attempt 1, then 2
     airline, seen = Airline(fail_after_booking=1), []
@@ -223,4 +223,4 @@ def check_idempotency_key(idempotency_key: Any) -> str:
         raise Fail(f"after a real crash (a child process died right after the airline booked) and a resume "
                    f"({trial['resumed with']}), the airline booked {trial['bookings']} times: the key changed; {hint}")
     return ("one booking across a real crash in a child process (default durability), one across a RetryPolicy "
-            "retry, and a new key for a new request")
+            "retry, and a new key for a new command")

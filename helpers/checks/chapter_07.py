@@ -82,9 +82,11 @@ class _Booking(TypedDict, total=False):
     route: str
     fare: int
     approved: Any
+    upgrade: Any
 
 
 QUESTION = {"question": "Book this fare?", "fare": 540}
+UPGRADE_QUESTION = {"question": "Upgrade the seat?"}
 
 
 def _quote_fare(state: _Booking) -> dict[str, Any]:
@@ -102,40 +104,56 @@ def _wrap(node: Callable[[_Booking], Any], seen: dict[str, Any]) -> Callable[[_B
     return approve_and_confirm
 
 
+def _paused_with(result: dict[str, Any]) -> Any:
+    return result["__interrupt__"][0].value if "__interrupt__" in result else None
+
+
 @exercise("07.3")
 def check_approve_and_confirm(node: Any) -> str:
     if node is Ellipsis:
         raise NotAttempted("replace the ... with your node function")
     if not callable(node):
         raise Fail(f"expected a function (the node), got {type(node).__name__}")
-    outcomes = {}
-    for answer in ("yes", "no"):
+    for answers in (("yes", "no"), ("yes", "yes"), ("no",)):
         outbox.clear()
         seen: dict[str, Any] = {}
         graph = build_chain(_Booking, [_quote_fare, _wrap(node, seen)], InMemorySaver())
-        config = {"configurable": {"thread_id": f"check-07-3-{answer}"}}
+        config = {"configurable": {"thread_id": "check-07-3-" + "-".join(answers)}}
         result = graph.invoke({"route": "PEK-SFO"}, config)
         if seen.get("stub"):
             raise NotAttempted("approve_and_confirm still returns ...: write its body")
         if "__interrupt__" not in result:
             raise Fail("the run did not pause: call interrupt({'question': 'Book this fare?', 'fare': state['fare']}) "
                        "and use what it returns as the answer")
-        value = result["__interrupt__"][0].value
-        if value != QUESTION:
-            raise Fail(f"the approver should see {QUESTION}, got {value!r:.60}")
+        if _paused_with(result) != QUESTION:
+            raise Fail(f"the approver should first see {QUESTION}, got {_paused_with(result)!r:.60}")
         if outbox.sent:
-            raise Fail("an e-mail went out before anyone answered: call send_confirmation() after interrupt(), "
-                       "and only when the answer is 'yes'")
-        final = graph.invoke(Command(resume=answer), config)
-        outcomes[answer] = (final.get("approved"), len(outbox.sent))
-    approved_yes, sent_yes = outcomes["yes"]
-    approved_no, sent_no = outcomes["no"]
-    if approved_yes is not True or approved_no is not False:
-        raise Fail(f"'approved' should be True after 'yes' and False after 'no', "
-                   f"got {approved_yes!r} and {approved_no!r}")
-    if sent_no:
-        raise Fail("a rejected booking sent a confirmation: send it only when the answer is 'yes'")
-    if sent_yes != 1:
-        raise Fail(f"an approved booking sent {sent_yes} confirmations, expected exactly 1")
+            raise Fail("an e-mail went out before anyone answered: send the confirmation only after the answers")
+        result = graph.invoke(Command(resume=answers[0]), config)
+        if answers[0] == "yes":
+            if _paused_with(result) != UPGRADE_QUESTION:
+                raise Fail(f"after 'yes' to the fare, the node should pause again with {UPGRADE_QUESTION}, "
+                           f"got {_paused_with(result)!r:.60}")
+            result = graph.invoke(Command(resume=answers[1]), config)
+            if "__interrupt__" in result:
+                raise Fail("after the second answer the node should finish, but it paused again")
+            if len(outbox.sent) == 2:
+                raise Fail("an approved booking sent 2 confirmations: code between the two interrupt() calls runs "
+                           "again on the second resume, because the node re-runs from its first line; send it "
+                           "after the last answer")
+            if len(outbox.sent) != 1:
+                raise Fail(f"an approved booking sent {len(outbox.sent)} confirmations, expected one: call "
+                           f"approval_workflow.send_confirmation(state['fare']) once the booking is approved")
+            if result.get("approved") is not True or result.get("upgrade") is not (answers[1] == "yes"):
+                raise Fail(f"after {' then '.join(map(repr, answers))}, 'approved' should be True and 'upgrade' "
+                           f"{answers[1] == 'yes'}, got {result.get('approved')!r} and {result.get('upgrade')!r}")
+        else:
+            if "__interrupt__" in result:
+                raise Fail("after 'no' to the fare, nothing more should be asked: the run should end")
+            if outbox.sent:
+                raise Fail("a rejected booking sent a confirmation: send it only when the fare is approved")
+            if result.get("approved") is not False:
+                raise Fail(f"'approved' should be False after 'no', got {result.get('approved')!r}")
     outbox.clear()
-    return "one confirmation when approved, none when rejected, none while waiting"
+    return ("one confirmation after both answers (upgrade or not), none when rejected, none while waiting, "
+            "across the re-runs of the node")

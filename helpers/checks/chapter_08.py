@@ -74,32 +74,34 @@ def check_sync_crash_outcome(func):
             "sync repeats only the crashed node and what follows")
 
 
-# -- 08.2: choose a mode per requirement ----------------------------------------------------
-MODE_CHOICES = {"booking": "sync", "reprice": "exit", "chat": "async"}
+# -- 08.2: choose a mode per team's constraints ---------------------------------------------
+MODE_CHOICES = {"ticketing": "sync", "reprice": "exit", "assistant": "async", "audit": "sync"}
 MODE_HINTS = {
-    "booking": "the booking flow must have every finished step on disk before the next one starts: "
-               "only one mode waits for the save",
-    "reprice": "the re-pricing job restarts from its input after a crash and wants the fewest writes: "
-               "which mode writes one checkpoint per run?",
-    "chat": "the chat path wants per-step history and error resume without waiting for each write, "
-            "and accepts losing the last steps in a rare crash",
+    "ticketing": "hold_seat must not run again after a crash in issue_ticket, so its step must be on disk "
+                 "before the next node starts; which mode waits for that, and which can lose finished steps?",
+    "reprice": "a crashed job is re-submitted from its input anyway and nobody reads its checkpoints: "
+               "which mode writes the least per run?",
+    "assistant": "forking an earlier turn needs a checkpoint per step (one mode keeps only the last one), "
+                 "and the reply must not wait for the database between nodes (one mode waits)",
+    "audit": "every node that finished before the running one must be on disk after any crash: in one "
+             "mode a crash can lose finished steps, in another the whole run",
 }
 
 
 @exercise("08.2")
 def check_mode_choices(answer):
-    expect_type(answer, dict, "scenario name -> 'sync', 'async' or 'exit'")
-    expect_keys(answer, sorted(MODE_CHOICES), "scenario")
-    for scenario in sorted(MODE_CHOICES):
-        mode = answer[scenario]
+    expect_type(answer, dict, "team name -> 'sync', 'async' or 'exit'")
+    expect_keys(answer, sorted(MODE_CHOICES), "team")
+    for team in sorted(MODE_CHOICES):
+        mode = answer[team]
         if mode not in ("sync", "async", "exit"):
-            raise Fail(f"{scenario!r}: {mode!r} is not a durability mode; LangGraph would accept it silently "
+            raise Fail(f"{team!r}: {mode!r} is not a durability mode; LangGraph would accept it silently "
                        "and behave like 'async', so spell it exactly: 'sync', 'async' or 'exit'")
-    wrong = [s for s in sorted(MODE_CHOICES) if answer[s] != MODE_CHOICES[s]]
+    wrong = [t for t in sorted(MODE_CHOICES) if answer[t] != MODE_CHOICES[t]]
     if wrong:
         verb = "is" if len(wrong) == 1 else "are"
-        raise Fail(f"{len(wrong)} of 3 {verb} off; {wrong[0]}: {MODE_HINTS[wrong[0]]}")
-    return "each requirement matched to the mode whose save timing fits it"
+        raise Fail(f"{len(wrong)} of {len(MODE_CHOICES)} {verb} off; {wrong[0]}: {MODE_HINTS[wrong[0]]}")
+    return "each team's constraints matched to what its mode writes, and what a crash costs in it"
 
 
 # -- 08.3: ratios to sync from measurements -------------------------------------------------

@@ -21,8 +21,8 @@ from ..travel_graphs import stand_in_reply
 from .protocol import Fail, call_answer, exercise, expect_keys, expect_type
 
 # --------------------------------------------------------------------------- 09.1
-# A three-turn thread: C0..C8 (steps -1..7); C4 (step 3) waits for the second answer.
-EXPECTED_REPLAY = {"C9": ("fork", 4, "C4"), "C10": ("loop", 5, "C9"), "messages": 4, "reply_calls": 1}
+# A three-turn thread: C0..C8 (steps -1..7); C1 (step 0) waits for the first answer.
+EXPECTED_REPLAY = {"C9": ("fork", 1, "C1"), "C10": ("loop", 2, "C9"), "messages": 2, "reply_calls": 1}
 
 
 def _expect_replay_count(answer: Mapping[str, Any], key: str, what: str, tempting: Mapping[int, str],
@@ -47,36 +47,42 @@ def check_replay_prediction(answer: Any) -> str:
                        f"got {value!r}")
     triples = {label: tuple(answer[label]) for label in ("C9", "C10")}
     fork = triples["C9"]
-    if fork == ("loop", 4, "C4"):
-        raise Fail("C9 = ('loop', 4, 'C4') is how langgraph 1.0.5 recorded a replay; current versions first "
-                   "write a copy of C4 (which source?), and the re-run chains from that copy")
+    if fork == ("loop", 1, "C1"):
+        raise Fail("C9 = ('loop', 1, 'C1') is how langgraph 1.0.5 recorded a replay; current versions first "
+                   "write a copy of C1 (which source?), and the re-run chains from that copy")
     if fork[0] != "fork":
         raise Fail(f"C9's source {fork[0]!r} is off: the first checkpoint of a replay is a copy of the old checkpoint; "
                    "look at C6 in the 'Predict, then run' section")
-    if fork[2] != "C4":
+    if fork[2] != "C1":
         raise Fail(f"C9's parent {fork[2]!r} is off: the copy's parent is the checkpoint you replay from")
-    if fork[1] != 4:
+    if fork[1] == 8:
+        raise Fail("C9's step 8 is off: a new checkpoint's step is its parent's step + 1, not the next step after "
+                   "the newest checkpoint (C1 has step 0)")
+    if fork[1] != 1:
         raise Fail(f"C9's step {fork[1]!r} is off: every new checkpoint's step is its parent's step + 1 "
-                   "(C4 has step 3)")
+                   "(C1 has step 0)")
     rerun = triples["C10"]
-    if rerun[2] == "C4":
-        raise Fail("C10's parent is not C4: the re-run chains from the fork copy, not from the old checkpoint")
+    if rerun[2] == "C1":
+        raise Fail("C10's parent is not C1: the re-run chains from the fork copy, not from the old checkpoint")
     if rerun[2] != "C9":
         raise Fail(f"C10's parent {rerun[2]!r} is off: the re-run starts from the newest checkpoint of the replay")
     if rerun[0] != "loop":
         raise Fail(f"C10's source {rerun[0]!r} is off: a checkpoint written after a node ran inside a run "
                    "is a 'loop' checkpoint")
-    if rerun[1] != 5:
-        raise Fail(f"C10's step {rerun[1]!r} is off: its parent C9 has step 4, and each edge adds 1")
+    if rerun[1] != 2:
+        raise Fail(f"C10's step {rerun[1]!r} is off: its parent C9 has step 1, and each edge adds 1")
+    later_turns = ("that would keep later turns, but they live on the old branch (C2-C8); the result holds only "
+                   "what C1 holds plus the new answer")
     _expect_replay_count(answer, "messages", "the number of messages in the result",
-                         tempting={6: "that would include the third turn, but that turn lives on the old branch "
-                                      "(C6-C8); the replay from C4 only finishes the second turn"},
-                         why="C4 holds 3 messages and the replay adds one answer")
+                         tempting={6: later_turns, 5: later_turns, 4: later_turns},
+                         why="C1 holds 1 message (the first question) and the replay adds one answer")
     _expect_replay_count(answer, "reply_calls", "how many times reply runs",
                          tempting={0: "a replay re-executes the nodes after the checkpoint; "
-                                      "it does not reuse the stored answer"},
-                         why="only nodes after C4 run, and the run stops at END of that turn")
-    return "fork copy first, then the re-run; the third turn stays on the old branch"
+                                      "it does not reuse the stored answer",
+                                   3: "a replay does not re-send the later questions: the run stops at END of "
+                                      "C1's turn"},
+                         why="only nodes after C1 run, and the run stops at END of that turn")
+    return "fork copy first, then the re-run; the later turns stay on the old branch"
 
 
 # --------------------------------------------------------------------------- shared graphs
@@ -144,12 +150,25 @@ def _regenerate_scenarios() -> list[tuple[str, _Drafts]]:
     edited.graph.update_state(tree.config("C2"), {"messages": [HumanMessage("Actually, make that a middle seat")]})
     edited.say("t", "Which seat did I ask for?")
     scenarios.append(("a thread edited with update_state", edited))
+    side = _Drafts()
+    side.say("t", "I'd like a window seat")
+    side.say("t", "Which seat did I ask for?")
+    tree = history_tree(side.graph, _config("t"))
+    # an edit on a side branch that waits for reply (newer than the head branch's C4) ...
+    side.graph.update_state(tree.config("C2"), {"messages": [HumanMessage("Actually, make that a middle seat")]},
+                            as_node="__start__")
+    # ... then the head branch's last answer corrected in place, which makes that branch the head again
+    answer = side.graph.get_state(tree.config("C5")).values["messages"][-1]
+    side.graph.update_state(tree.config("C5"), {"messages": [AIMessage("You asked for a window seat.", id=answer.id)]},
+                            as_node="reply")
+    scenarios.append(("a thread with a newer side branch that waits for reply", side))
     return scenarios
 
 
 @exercise("09.2")
 def check_regenerate_from(func: Any) -> str:
-    for name, case in _regenerate_scenarios():
+    scenarios = _regenerate_scenarios()
+    for name, case in scenarios:
         graph, config = case.graph, _config("t")
         head = graph.get_state(config)
         chosen = call_answer(func, graph, config, what="regenerate_from(graph, config)")
@@ -180,7 +199,7 @@ def check_regenerate_from(func: Any) -> str:
         old, new = _lines(head.values["messages"]), _lines(result["messages"])
         if case.calls["reply"] - before != 1 or new[:-1] != old[:-1] or new[-1] == old[-1]:
             raise Fail(f"on {name}: replaying from {label} did not give exactly one new draft of the last answer")
-    return "the last answer was regenerated on 5 differently shaped threads"
+    return f"the last answer was regenerated on {len(scenarios)} differently shaped threads"
 
 
 # --------------------------------------------------------------------------- 09.3

@@ -6,11 +6,58 @@ import tempfile
 import uuid
 from typing import Any
 
-from .protocol import Fail, call_answer, exercise, expect_type
+from .protocol import Fail, NotAttempted, call_answer, exercise, expect_type
+
+
+def _expect_labels(answer: dict, name: str, expected: dict, allowed, hints: dict, *, missing: str) -> None:
+    """Every key present, every label one of ``allowed``, and right, else the key's hint."""
+    absent = sorted(set(expected) - set(answer))
+    if absent:
+        raise Fail(f"missing {missing}: {', '.join(absent)}")
+    for key, want in expected.items():
+        got = answer[key]
+        if got not in allowed:
+            raise Fail(f"{name}[{key!r}] is {got!r}, not one of {', '.join(map(repr, allowed))}")
+        if got != want and not (isinstance(want, frozenset) and got in want):
+            raise Fail(f"{name}[{key!r}] is {got!r}: {hints[key]}")
+
+
+# ----------------------------------------------------------------------------- 10.1
+SPLIT_DECISIONS: dict[str, Any] = {
+    "user/conversation": frozenset({"split: cardinality", "split: lifetime"}),
+    "conversation/thread, plain chat": "share",
+    "message/command, no regenerate": "share",
+    "command/operation, two seats": "split: cardinality",
+    "conversation/thread, state expires": "split: lifetime",
+}
+DECISIONS = ("share", "split: lifetime", "split: cardinality")
+_SPLIT_HINTS = {
+    "user/conversation": "one user has many conversations, and a deleted chat leaves the user: split",
+    "conversation/thread, plain chat": ("ask both questions: nothing is rebuilt and there is one workflow, so "
+                                        "neither outlives the other and neither has many of the other. Two 'no's "
+                                        "share one value; a second ID would only be another random string"),
+    "message/command, no regenerate": ("with no Regenerate and no edit, each message is sent as exactly one intent, "
+                                       "and a retry resends the same message: two 'no's, so the message ID can "
+                                       "serve as the command ID"),
+    "command/operation, two seats": ("one command, two effects at the airline: if both holds shared one key, the "
+                                     "airline would drop the second as a duplicate. Which question does 'two "
+                                     "effects of one command' answer?"),
+    "conversation/thread, state expires": ("the chat outlives its graph state: when Ana writes again, the "
+                                           "conversation needs a new thread. Which question is about one thing "
+                                           "living on when the other is deleted?"),
+}
+
+
+@exercise("10.1")
+def check_split_decisions(decisions):
+    expect_type(decisions, dict, "pair -> 'share', 'split: lifetime' or 'split: cardinality'")
+    _expect_labels(decisions, "decisions", SPLIT_DECISIONS, DECISIONS, _SPLIT_HINTS, missing="pair(s) in decisions")
+    return "two 'no's share one value; a 'yes' to lifetime or cardinality splits"
+
 
 # ----------------------------------------------------------------------------- 10.2
 SCENARIO_KINDS = {
-    "timeout": "retry", "double_click": "retry", "reload": "retry",
+    "timeout": "retry", "double_click": "retry", "offline": "retry",
     "regenerate": "regenerate", "same_words": "new message",
 }
 KINDS = ("retry", "regenerate", "new message")
@@ -23,23 +70,10 @@ NEW_IDS = {
 _SCENARIO_HINTS = {
     "timeout": "the answer was lost, not the intent: the app resends the same command",
     "double_click": "both sends carry the command id minted when Send was pressed: the second is a retry",
-    "reload": "the app resends the stored command with its command id: a retry",
+    "offline": "the app sends the command it stored, with the IDs it minted when Ana pressed Send: a retry",
     "regenerate": "the user asks for another answer to the same message: a regenerate",
     "same_words": "same words, but a new intent the user typed: a new message (deduplicate on ids, never on text)",
 }
-
-
-def _expect_labels(answer: dict, name: str, expected: dict, allowed, hints: dict, *, missing: str) -> None:
-    """Every key present, every label one of ``allowed``, and right, else the key's hint."""
-    absent = sorted(set(expected) - set(answer))
-    if absent:
-        raise Fail(f"missing {missing}: {', '.join(absent)}")
-    for key, want in expected.items():
-        got = answer[key]
-        if got not in allowed:
-            raise Fail(f"{name}[{key!r}] is {got!r}, not one of {', '.join(map(repr, allowed))}")
-        if got != want:
-            raise Fail(f"{name}[{key!r}] is {got!r}: {hints[key]}")
 
 
 @exercise("10.2")
@@ -62,18 +96,19 @@ def check_request_kinds(kinds, new_ids):
             raise Fail(f"new_ids[{kind!r}] changes the conversation or thread: all three continue the same "
                        "conversation and thread (a regenerate forks inside the thread, chapter 09)")
         if kind == "retry" and "command_id" in got:
-            raise Fail("a retry reuses the command id: that is how the ledger recognises it and returns the "
+            raise Fail("a retry reuses the command id: that is how the server recognises it and returns the "
                        "stored answer")
         if kind == "retry" and "run_id" in got:
-            raise Fail("a retry must not start a new run: the ledger's run_id is derived from (tenant, command), "
-                       "and the command is the same")
+            raise Fail("a retried request must not start a new run: the command is the same, and the server "
+                       "answers from what it already did (or says it is still running)")
         if "request_id" not in got:
             raise Fail(f"new_ids[{kind!r}] misses request_id: every HTTP attempt gets a fresh one "
                        "(it answers 'which network request?')")
         if kind == "regenerate" and "message_id" in got:
             raise Fail("a regenerate answers the same user message again: its message_id stays")
         if kind != "retry" and not {"command_id", "run_id"} <= got:
-            raise Fail(f"a {kind} is a new intent: it needs a new command_id, and so a new run_id")
+            raise Fail(f"a {kind} is a new intent: it needs a new command_id, and the backend executes it, "
+                       "so a new run_id")
         if got != want:
             raise Fail(f"new_ids[{kind!r}] is {sorted(got)}; think again about which user message it answers")
     return "retries keep the command, regenerates keep the message, new messages change both"
@@ -81,18 +116,19 @@ def check_request_kinds(kinds, new_ids):
 
 # ----------------------------------------------------------------------------- 10.3
 ID_KINDS = {
-    "command_id": "uuid4", "run_id": "uuid5", "audit_event_id": "uuid7",
-    "queue_position": "sequence", "checkpoint_id": "runtime",
+    "message_id": "uuid4", "leg_operation_id": "uuid5", "log_event_id": "uuid7",
+    "turn_number": "sequence", "task_id": "runtime",
 }
 CHOICES = ("uuid4", "uuid5", "uuid7", "sequence", "runtime")
 _KIND_HINTS = {
-    "command_id": "the client mints it with no coordination and it must be unguessable: random, uuid4",
-    "run_id": ("it must come out the same when the command is delivered again, from (tenant, command): "
-               "a name-based uuid5"),
-    "audit_event_id": "new keys should land at the end of the index: a time-ordered uuid7",
-    "queue_position": ("UUIDs, even uuid7, are not an order between concurrent writers; "
-                       "let the database assign a sequence"),
-    "checkpoint_id": "LangGraph mints checkpoint IDs itself (chapter 04); never mint them: 'runtime'",
+    "message_id": ("two devices mint IDs with no way to coordinate, and the IDs must not be guessable: "
+                   "which kind has the most random bits?"),
+    "leg_operation_id": ("the second delivery must come up with the same key with nothing stored: a random ID "
+                         "would differ. Which kind is computed again from its inputs (the command and the leg)?"),
+    "log_event_id": "rows arrive fast and are read by recent time: which kind keeps new keys at the end of an index?",
+    "turn_number": ("two devices in the same second: a UUID's embedded time comes from each device's clock and is "
+                    "not an order between writers. Let one place assign the order"),
+    "task_id": "the runtime mints task IDs itself (chapter 06); you read them, never mint them: 'runtime'",
 }
 
 
@@ -100,27 +136,36 @@ _KIND_HINTS = {
 def check_id_kinds(choice):
     expect_type(choice, dict, "need -> one of " + ", ".join(CHOICES))
     _expect_labels(choice, "choice", ID_KINDS, CHOICES, _KIND_HINTS, missing="need(s)")
-    return "uuid4 for intents, uuid5 for derived ids, uuid7 for index-friendly keys, a sequence for order"
+    return "uuid4 for what a client mints, uuid5 for recomputed ids, uuid7 for index locality, a sequence for order"
 
 
 # ----------------------------------------------------------------------------- 10.4
 _CRASH_SEEN: list[Any] = []  # what hold_outbound saw before and after one real crash (cached)
+_CRASH_COMMAND = "7d0c2b4e-93f1-4a6e-8a57-0f3c1d2e4b6a"
 
 
 def _crash_observations() -> tuple[str, Any, Any]:
-    """(ledger run ID, ExecutionInfo before a real crash, ExecutionInfo on redelivery), once per process."""
-    from helpers import business_ids, ledger
+    """(command ID, ExecutionInfo before a real crash, ExecutionInfo on redelivery), once per process."""
+    from helpers import business_ids
 
     if not _CRASH_SEEN:
-        run_id = ledger.run_id_for("acme", "cmd-crash")
         with tempfile.TemporaryDirectory(prefix="course-10-check-") as tmp:
-            before, after = business_ids.crash_inside_hold(tmp, run_id)
-        _CRASH_SEEN.extend([run_id, before, after])
+            before, after = business_ids.crash_inside_hold(tmp, _CRASH_COMMAND)
+        _CRASH_SEEN.extend([_CRASH_COMMAND, before, after])
     return _CRASH_SEEN[0], _CRASH_SEEN[1], _CRASH_SEEN[2]
 
 
 def _keys(log: list[dict[str, Any]], node: str) -> list[Any]:
     return [row["key"] for row in log if row["node"] == node]
+
+
+def _call(func: Any, *args: Any, what: str, case: str) -> Any:
+    try:
+        return call_answer(func, *args, what=what)
+    except (Fail, NotAttempted):
+        raise
+    except Exception as exc:
+        raise Fail(f"your function raised {type(exc).__name__} on {case}: {exc}") from None
 
 
 @exercise("10.4")
@@ -129,32 +174,32 @@ def check_hold_key(hold_key):
     from langgraph.graph.state import CompiledStateGraph
     from langgraph.runtime import ExecutionInfo
 
-    from helpers import business_ids, ledger
+    from helpers import business_ids
 
-    what = "hold_key(ledger_run_id, effect, info)"
-    k1, k2 = ledger.run_id_for("acme", "cmd-1"), ledger.run_id_for("acme", "cmd-2")
+    what = "hold_key(command_id, effect, info)"
+    k1, k2 = str(uuid.uuid4()), str(uuid.uuid4())
     # First on a hand-made ExecutionInfo, outside any graph: a stub, a wrong type or an
     # error is reported here, and never raised inside a node.
     sample = ExecutionInfo(checkpoint_id="1f0-sample", checkpoint_ns="", task_id="task-sample", thread_id="trip-0",
                            run_id="run-sample")
-    got = call_answer(hold_key, k1, "hold_outbound", sample, what=what, case="one call")
+    got = _call(hold_key, k1, "hold_outbound", sample, what=what, case="one call")
     expect_type(got, str, "the idempotency key")
     if not got:
         raise Fail("the key is empty: the airline needs a non-empty idempotency key")
-    if call_answer(hold_key, k1, "hold_outbound", sample, what=what, case="a second call") != got:
+    if _call(hold_key, k1, "hold_outbound", sample, what=what, case="a second call") != got:
         raise Fail("two calls with the same inputs gave two different keys: a random part (uuid4?) changes on every "
                    "call, so a retry after a timeout would hold a second seat. Derive the key from its inputs")
     errors: list[str] = []
 
-    def key_fn(ledger_run_id: str, effect: str, info: Any) -> Any:
+    def key_fn(command_id: str, effect: str, info: Any) -> Any:
         try:
-            return hold_key(ledger_run_id, effect, info)
+            return hold_key(command_id, effect, info)
         except Exception as exc:  # reported after the run, never raised in a node
             errors.append(f"{type(exc).__name__}: {exc}")
             return None
 
-    def run(graph: CompiledStateGraph, ledger_run_id: str, case: str) -> None:
-        config = {"configurable": {"thread_id": "trip-1", "ledger_run_id": ledger_run_id}, "run_id": uuid.uuid4()}
+    def run(graph: CompiledStateGraph, command_id: str, case: str) -> None:
+        config = {"configurable": {"thread_id": "trip-1", "command_id": command_id}, "run_id": uuid.uuid4()}
         graph.invoke({"holds": []}, config)
         if errors:
             raise Fail(f"hold_key failed on {case}: {errors[0]}")
@@ -169,20 +214,22 @@ def check_hold_key(hold_key):
                    "anything else that changes per attempt) out of the key, or the airline holds twice")
     if outbound[0] == back[0]:
         raise Fail("hold_outbound and hold_return, two effects of one command, got the same key: the airline would "
-                   "drop the second hold as a duplicate. Put the effect's name into the key")
-    # 2. A regenerate: a new command, so a new ledger run ID, on the same thread.
+                   "drop the second hold as a duplicate. The key must also say which effect it is for")
+    # 2. A regenerate: a new command on the same thread.
     log.clear()
     run(graph, k2, "a new command")
     if _keys(log, "hold_outbound")[0] == outbound[0]:
-        raise Fail("a new command (the user pressed Regenerate: command K2) got the same key as K1's hold, so the "
-                   "airline would answer with K1's hold. The ledger's run ID is new for every command: build on it")
+        raise Fail("a new command (Ana pressed Regenerate) got the same key as the first command's hold, so the "
+                   "airline would answer with the old hold. The key must change with the command")
     # 3. A real crash inside the node, in a child process, under the default durability.
-    crash_run_id, before, after = _crash_observations()
-    if call_answer(hold_key, crash_run_id, "hold_outbound", before, what=what, case="the run that crashed") != \
-            call_answer(hold_key, crash_run_id, "hold_outbound", after, what=what, case="the redelivered run"):
+    crash_command, before, after = _crash_observations()
+    if _call(hold_key, crash_command, "hold_outbound", before, what=what, case="the run that crashed") != \
+            _call(hold_key, crash_command, "hold_outbound", after, what=what, case="the redelivered run"):
+        changed = sorted(f for f in ("checkpoint_id", "task_id", "run_id")
+                         if getattr(before, f) != getattr(after, f))
         raise Fail("after a real crash (os._exit inside the node, default durability) the redelivered run got "
-                   "another key, so the seat would be held twice. The checkpoint the task was planned from had not "
-                   "been saved, so task_id and checkpoint_id changed, and LangGraph's run_id is new for every "
-                   "invocation. Build the key from the ledger's run ID and the effect: "
-                   "uuid5(UUID(ledger_run_id), effect)")
+                   f"another key, so the seat would be held twice. Between the two runs these changed: "
+                   f"{', '.join(changed)}. A task is planned from a checkpoint, and this one had not been saved "
+                   "when the process died; LangGraph's run_id is one per invocation. Which of your inputs is "
+                   "the same on every delivery of the command?")
     return "one key per command and effect: the same across a retry and a real crash, new for a new command"

@@ -57,16 +57,28 @@ WRONG_ANSWERS = {
     "06.3": [
         # the lesson of the chapter: a runtime ID does not come back after a real crash under the default durability
         ((lambda state, info: f"{info.thread_id}/{info.task_id}",), "info.task_id"),
-        ((lambda state, info: f"{state['request_id']}/{info.checkpoint_id}",), "info.task_id"),
-        ((lambda state, info: f"{state['request_id']}/{info.run_id}",), "info.run_id"),
-        ((lambda state, info: f"{state['request_id']}/book_seat/{info.node_attempt}",), "info.node_attempt"),
+        ((lambda state, info: f"{state['command_id']}/{info.checkpoint_id}",), "info.task_id"),
+        ((lambda state, info: f"{state['command_id']}/{info.run_id}",), "info.run_id"),
+        ((lambda state, info: f"{state['command_id']}/book_seat/{info.node_attempt}",), "info.node_attempt"),
         ((lambda state, info: str(uuid.uuid4()),), "what the client sends again"),
-        ((lambda state, info: f"{info.thread_id}/book_seat",), "two different requests"),
-        ((lambda state, info: state["request_id"],), "is the request ID itself"),
-        ((lambda state, info: uuid.uuid5(uuid.UUID(state["request_id"]), "book_seat"),), "expected a str"),
+        ((lambda state, info: f"{info.thread_id}/book_seat",), "two different commands"),
+        ((lambda state, info: state["command_id"],), "is the command ID itself"),
+        ((lambda state, info: uuid.uuid5(uuid.UUID(state["command_id"]), "book_seat"),), "expected a str"),
         ((lambda state, info: state["booking_id"],), "raised KeyError"),
         (("book_seat",), "expected a function"),
     ],
+}
+
+
+# what a learner gets by pasting the nearest visible cell (or reading a visible table) into the exercise cell
+COPY_ATTACKS = {
+    "06.1": [(({"lookup_seat": 1, "lookup_fare": 2, "lookup_bags": 1, "price_trip": 1},),
+              "the counts of section 'Predict, then run: resume the failed step' (seat 1, fare 2), one per node")],
+    "06.2": [((_diagnose_full_repr,), "the table cell of section 'get_state() shows which task failed' (t.error)")],
+    "06.3": [((lambda state, info: f"{info.thread_id}/{info.task_id}",),
+              "cell 'task_key' of section 'A task ID does not survive every crash'"),
+             ((lambda state, info: str(uuid.uuid4()),),
+              "cell 'record_ids' of section 'Which IDs could go into the key?'")],
 }
 
 
@@ -77,7 +89,16 @@ def test_reference_answers_pass():
 
     assert evaluate("06.1", {"lookup_seat": 1, "lookup_fare": 3, "lookup_bags": 1, "price_trip": 1}).status == PASSED
     assert evaluate("06.2", diagnose).status == PASSED
-    assert evaluate("06.3", lambda state, info: str(uuid.uuid5(uuid.UUID(state["request_id"]), "book_seat"))).status \
+    assert evaluate("06.3", lambda state, info: str(uuid.uuid5(uuid.UUID(state["command_id"]), "book_seat"))).status \
         == PASSED
     # the thread may be part of the key: it is the same in every attempt at one request
-    assert evaluate("06.3", lambda state, info: f"{info.thread_id}/{state['request_id']}/book_seat").status == PASSED
+    assert evaluate("06.3", lambda state, info: f"{info.thread_id}/{state['command_id']}/book_seat").status == PASSED
+
+
+def test_every_exercise_has_copy_attacks_and_they_fail():
+    """Issue 23 item 4: pasting the nearest visible cell (or reading a visible table) must not pass."""
+    assert set(COPY_ATTACKS) == set(WRONG_ANSWERS)
+    for exercise_id, attacks in COPY_ATTACKS.items():
+        assert attacks, exercise_id
+        for args, pasted in attacks:
+            assert evaluate(exercise_id, *args).status != PASSED, f"{exercise_id}: {pasted} passes"

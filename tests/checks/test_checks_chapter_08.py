@@ -90,12 +90,16 @@ WRONG_ANSWERS = {
         ((lambda nodes, crash_at: nodes.index("zz"),), "raised ValueError"),
     ],
     "08.2": [
-        (({"booking": "sync", "reprice": "sync", "chat": "sync"},), "2 of 3 are off; chat"),
-        (({"booking": "async", "reprice": "exit", "chat": "async"},), "1 of 3 is off; booking"),
-        (({"booking": "sync", "reprice": "exit", "chat": "exit"},), "chat"),
-        (({"booking": "Sync", "reprice": "exit", "chat": "async"},), "not a durability mode"),
-        (({"booking": "sync", "reprice": "exit"},), "missing scenario"),
-        ((["sync", "exit", "async"],), "expected a dict"),
+        (({"ticketing": "sync", "reprice": "sync", "assistant": "sync", "audit": "sync"},),
+         "2 of 4 are off; assistant"),
+        (({"ticketing": "async", "reprice": "exit", "assistant": "async", "audit": "sync"},),
+         "1 of 4 is off; ticketing"),
+        (({"ticketing": "sync", "reprice": "exit", "assistant": "exit", "audit": "sync"},), "one mode keeps only"),
+        (({"ticketing": "sync", "reprice": "exit", "assistant": "async", "audit": "async"},), "audit"),
+        (({"ticketing": "sync", "reprice": "async", "assistant": "async", "audit": "sync"},), "writes the least"),
+        (({"ticketing": "Sync", "reprice": "exit", "assistant": "async", "audit": "sync"},), "not a durability mode"),
+        (({"ticketing": "sync", "reprice": "exit", "assistant": "async"},), "missing team"),
+        ((["sync", "exit", "async", "sync"],), "expected a dict"),
     ],
     "08.3": [
         ((_mean_ratios,), "use the median"),
@@ -121,9 +125,24 @@ WRONG_ANSWERS = {
     ],
 }
 
+
+# what a learner gets by pasting the nearest visible cell (or reading a visible table) into the exercise cell
+COPY_ATTACKS = {
+    "08.1": [((lambda nodes, crash_at: ([-1, 0, 1, 2], ["c", "d"]),),
+              "the sync row of the table in section 'Real crashes'")],
+    "08.2": [(({"ticketing": "sync", "reprice": "exit", "assistant": "sync", "audit": "sync"},),
+              "every team whose text mentions a crash matched to the sync row of the table 'what a crash can cost'"),
+             (({"ticketing": "sync", "reprice": "exit", "assistant": "async", "audit": "async"},),
+              "'a crash may lose the last steps' read as async for every long flow")],
+    "08.3": [((lambda samples: {m: round(statistics.median(v), 2) for m, v in samples.items()},),
+              "the medians cell of section 'What each mode costs' (medians, not ratios)")],
+    "08.4": [(({"clean": {"sync"}, "partial": {"async"}},),
+              "the table 'what a crash can cost' read one mode per finding")],
+}
+
 SOLUTIONS = {
     "08.1": (_sync_outcome,),
-    "08.2": ({"booking": "sync", "reprice": "exit", "chat": "async"},),
+    "08.2": ({"ticketing": "sync", "reprice": "exit", "assistant": "async", "audit": "sync"},),
     "08.3": (lambda samples: {m: round(statistics.median(v) / statistics.median(samples["sync"]), 2)
                               for m, v in samples.items()},),
     "08.4": ({"clean": ["async", "sync"], "partial": ("async",)},),
@@ -150,3 +169,12 @@ def test_the_learner_input_is_not_what_the_check_keeps():
 
     assert evaluate("08.3", sorts_in_place).status == PASSED
     assert evaluate("08.3", sorts_in_place).status == PASSED
+
+
+def test_every_exercise_has_copy_attacks_and_they_fail():
+    """Issue 23 item 4: pasting the nearest visible cell (or reading a visible table) must not pass."""
+    assert set(COPY_ATTACKS) == set(WRONG_ANSWERS)
+    for exercise_id, attacks in COPY_ATTACKS.items():
+        assert attacks, exercise_id
+        for args, pasted in attacks:
+            assert evaluate(exercise_id, *args).status != PASSED, f"{exercise_id}: {pasted} passes"

@@ -4,7 +4,7 @@
 from helpers.checks import PASSED, evaluate
 from helpers.history_tree import history_tree
 
-RIGHT_PREDICTION = {"C9": ("fork", 4, "C4"), "C10": ("loop", 5, "C9"), "messages": 4, "reply_calls": 1}
+RIGHT_PREDICTION = {"C9": ("fork", 1, "C1"), "C10": ("loop", 2, "C9"), "messages": 2, "reply_calls": 1}
 
 
 def predicted(**changes):
@@ -85,17 +85,18 @@ def raises(graph, config, is_bad):
 
 WRONG_ANSWERS = {
     "09.1": [
-        ((predicted(C9=("loop", 4, "C4"), C10=("loop", 5, "C4")),), "1.0.5"),
-        ((predicted(C9=("fork", 3, "C4")),), "parent's step + 1"),
-        ((predicted(C10=("loop", 5, "C4")),), "chains from the fork"),
-        ((predicted(C10=("loop", 4, "C9")),), "each edge adds 1"),
-        ((predicted(messages=6),), "third turn"),
-        ((predicted(messages=5),), "C4 holds 3 messages"),
-        ((predicted(reply_calls=2),), "stops at END"),
+        ((predicted(C9=("loop", 1, "C1"), C10=("loop", 2, "C1")),), "1.0.5"),
+        ((predicted(C9=("fork", 0, "C1")),), "parent's step + 1"),
+        ((predicted(C9=("fork", 8, "C1")),), "not the next step after"),
+        ((predicted(C10=("loop", 2, "C1")),), "chains from the fork"),
+        ((predicted(C10=("loop", 1, "C9")),), "each edge adds 1"),
+        ((predicted(messages=6),), "later turns"),
+        ((predicted(messages=3),), "C1 holds 1 message"),
+        ((predicted(reply_calls=3),), "does not re-send the later questions"),
         ((predicted(reply_calls=0),), "re-executes"),
-        (({"C9": ("fork", 4, "C4")},), "missing key"),
+        (({"C9": ("fork", 1, "C1")},), "missing key"),
         ((predicted(C9="fork"),), "triple"),
-        ((["fork", 4, "C4"],), "expected a dict"),
+        ((["fork", 1, "C1"],), "expected a dict"),
     ],
     "09.2": [
         ((keeps_thread_config,), "checkpoint_id"),
@@ -118,9 +119,22 @@ WRONG_ANSWERS = {
 }
 
 
+# what a learner gets by pasting the nearest visible cell (or reading a visible output) into the exercise cell
+COPY_ATTACKS = {
+    "09.1": [(({"C9": ("fork", 4, "C4"), "C10": ("loop", 5, "C9"), "messages": 4, "reply_calls": 1},),
+              "trip-1's replay from C4 (C6, C7) in section 'Predict, then run: regenerate the last answer', "
+              "relabelled for trip-9")],
+    "09.2": [((lambda graph, config: next(s for s in graph.get_state_history(config) if s.next == ("reply",)).config,),
+              "cell 'before_answer' of section 'Predict, then run: regenerate the last answer'")],
+    "09.3": [((lambda graph, config, is_bad: next((n.label for n in history_tree(graph, config).branch()
+                                                   if is_bad(n.values)), None),),
+              "the audit loop of section 'History as an audit trail' (the first bad checkpoint)")],
+}
+
+
 def test_right_prediction_passes_and_lists_are_fine():
     assert evaluate("09.1", RIGHT_PREDICTION).status == PASSED
-    as_lists = {**RIGHT_PREDICTION, "C9": ["fork", 4, "C4"], "C10": ["loop", 5, "C9"]}
+    as_lists = {**RIGHT_PREDICTION, "C9": ["fork", 1, "C1"], "C10": ["loop", 2, "C9"]}
     assert evaluate("09.1", as_lists).status == PASSED
 
 
@@ -146,3 +160,12 @@ def test_a_replay_from_the_original_checkpoint_also_counts_as_regenerating():
         return dict(branch[last_input + 1].config)
 
     assert evaluate("09.2", oldest_of_the_last_turn).status == PASSED
+
+
+def test_every_exercise_has_copy_attacks_and_they_fail():
+    """Issue 23 item 4: pasting the nearest visible cell (or reading a visible table) must not pass."""
+    assert set(COPY_ATTACKS) == set(WRONG_ANSWERS)
+    for exercise_id, attacks in COPY_ATTACKS.items():
+        assert attacks, exercise_id
+        for args, pasted in attacks:
+            assert evaluate(exercise_id, *args).status != PASSED, f"{exercise_id}: {pasted} passes"

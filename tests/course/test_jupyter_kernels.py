@@ -77,3 +77,29 @@ def test_the_lab_copy_leaves_out_the_virtualenv_and_keeps_file_times(tmp_path: P
     assert (copy / "Makefile").stat().st_mtime == 1_000_000  # make must not think requirements changed
     lab_session.write_lab_settings(tmp_path / "s", {"@jupyterlab/notebook-extension:tracker": {"a": 1}})
     assert (tmp_path / "s/@jupyterlab/notebook-extension/tracker.jupyterlab-settings").read_text() == '{"a": 1}'
+
+
+def test_install_culls_idle_kernels_and_jupyter_server_reads_it(tmp_path: Path, monkeypatch):
+    from jupyter_server.serverapp import ServerApp
+
+    existing = jupyter_kernels.culling_config_path(tmp_path)
+    existing.parent.mkdir(parents=True)
+    existing.write_text('{"ServerApp": {"open_browser": false}}')
+    jupyter_kernels.install(tmp_path)
+    jupyter_kernels.install(tmp_path)  # idempotent
+    monkeypatch.setenv("JUPYTER_CONFIG_PATH", str(tmp_path / "etc" / "jupyter"))  # searched first
+    app = ServerApp()
+    app.load_config_file()
+    culling = app.config.MappingKernelManager
+    assert culling.cull_idle_timeout == jupyter_kernels.CULL_IDLE_SECONDS == 20 * 60
+    assert culling.cull_connected is False and culling.cull_busy is False and culling.cull_interval == 60
+    assert app.config.ServerApp.open_browser is False  # the other settings stay
+
+
+def test_make_lab_and_binder_both_install_the_culling_config():
+    from course.layout import ROOT
+
+    makefile = (ROOT / "Makefile").read_text()
+    lab_recipe = makefile.split("\nlab:", 1)[1].split("\n\n", 1)[0]
+    assert "-m course.jupyter_kernels install" in lab_recipe
+    assert "python -m course.jupyter_kernels install" in (ROOT / "binder" / "postBuild").read_text()

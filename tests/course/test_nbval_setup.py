@@ -63,3 +63,12 @@ def test_the_venv_has_no_rfc3987_parser():
         "rebuild the venv with `make test` (its install step removes rfc3987-syntax)"
     assert "pip uninstall -y rfc3987-syntax" in (ROOT / "Makefile").read_text()
     assert "pip uninstall -y rfc3987-syntax" in (ROOT / "binder/postBuild").read_text()  # Binder alike
+
+
+def test_ci_runs_lint_on_github_and_knows_the_stress_baseline():
+    workflow = (ROOT / ".github/workflows/test.yml").read_text()
+    assert "make test PYTHON=" in workflow and "make lint PYTHON=" in workflow
+    baseline = (ROOT / ".ci/grade-stress-baseline").read_text().split()[0]
+    assert len(baseline) == 40 and int(baseline, 16) >= 0
+    run = (ROOT / ".ci/run").read_text()
+    assert "GRADE_STRESS_BATCHES=20 make test-stress" in run and "GRADE_STRESS_BATCHES=3 make test-stress" in run

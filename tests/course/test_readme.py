@@ -1,6 +1,7 @@
 """The README is the front door: two commands, a current course map, one repository slug."""
 
 import re
+import subprocess
 
 from tests.conftest import ROOT, SOLUTIONS, read
 
@@ -46,3 +47,13 @@ def test_repository_slug_is_written_once():
     slugs = re.findall(r"mybinder\.org/v2/gh/([^/]+/[^/]+)/", README)
     assert len(slugs) == 1
     assert "urlpath=lab/tree/notebooks/00_start_here.ipynb" in README
+
+
+def test_layout_table_names_every_top_level_folder_and_nothing_else():
+    """The README's "How the kit is organised" table matches the folders in the repository."""
+    table = README.split("## How the kit is organised", 1)[1].split("\n\n", 2)[1]
+    named = {name.rstrip("/") for name in re.findall(r"`([^`]+/)`", table)}
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    folders = {line.split("/", 1)[0] for line in tracked.splitlines() if "/" in line}
+    assert named == folders, \
+        f"README names {sorted(named - folders)}, which do not exist; misses {sorted(folders - named)}"

@@ -1,4 +1,4 @@
-"""helpers.business_ids: uuid properties, PII footprints, runtime IDs, exercise 10.1's table."""
+"""helpers.business_ids: uuid properties, PII footprints, runtime IDs, the loopback API, the acceptance table."""
 
 import sqlite3
 from pathlib import Path
@@ -38,14 +38,14 @@ def test_pii_footprint_counts_text_and_blob_columns(tmp_path: Path) -> None:
 
 def test_hold_graph_logs_retries_and_distinct_tasks() -> None:
     log: list = []
-    graph = ids.build_hold_graph(InMemorySaver(), lambda run_id, effect, info: f"{run_id}:{effect}", log,
+    graph = ids.build_hold_graph(InMemorySaver(), lambda command_id, effect, info: f"{command_id}:{effect}", log,
                                  fail={"hold_outbound": 1})
-    graph.invoke({"holds": []}, {"configurable": {"thread_id": "t", "ledger_run_id": "R1"}})
+    graph.invoke({"holds": []}, {"configurable": {"thread_id": "t", "command_id": "R1"}})
     out = [r for r in log if r["node"] == "hold_outbound"]
     back = [r for r in log if r["node"] == "hold_return"]
     assert [r["attempt"] for r in out] == [1, 2] and {r["key"] for r in out} == {"R1:hold_outbound"}
     assert back[0]["key"] == "R1:hold_return" and out[0]["task_id"] != back[0]["task_id"]
-    assert out[0]["run_id"] is None and out[0]["ledger_run_id"] == "R1"
+    assert out[0]["run_id"] is None and out[0]["command_id"] == "R1"
 
 
 def test_hold_graph_without_retry_raises_transient_error() -> None:
@@ -74,3 +74,24 @@ def test_open_commands_table_autocommits(tmp_path: Path) -> None:
     assert other.execute("SELECT COUNT(*) FROM commands").fetchone() == (1,)
     other.close()
     conn.close()
+
+
+def test_loopback_api_answers_in_arrival_order_and_survives_a_client_that_hung_up() -> None:
+    import http.client
+    import json
+    import urllib.request
+    from urllib.parse import urlsplit
+
+    seen: list = []
+    api = ids.LoopbackApi(lambda body: seen.append(body["n"]) or {"n": body["n"], "count": len(seen)})
+    try:
+        parts = urlsplit(api.url)
+        gone = http.client.HTTPConnection(parts.hostname, parts.port, timeout=5)
+        gone.request("POST", parts.path, json.dumps({"n": 1}), {"Content-Type": "application/json"})
+        gone.close()  # hangs up before the answer, like a reloaded page
+        request = urllib.request.Request(api.url, json.dumps({"n": 2}).encode(), {"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=5) as response:
+            assert json.loads(response.read()) == {"n": 2, "count": 2}
+        assert seen == [1, 2] and api.received == 2
+    finally:
+        assert api.close()

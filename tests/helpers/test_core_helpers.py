@@ -27,7 +27,7 @@ from course.notebook_format import (
 from helpers.checkpoints import count_checkpoints, history_rows, history_table, label_ids, thread_config
 from helpers.counting_saver import CountingSaver
 from helpers.environment import NOT_CHECKED, environment_rows, read_pins, self_check
-from helpers.processes import ChildProcessError, run_python, run_pythons
+from helpers.processes import ChildProcessFailed, run_python, run_pythons
 from helpers.text_tables import cell_text, format_table
 from helpers.travel_graphs import build_chat_graph, remembered_seat, say, stand_in_reply, transcript
 
@@ -103,7 +103,7 @@ def test_counting_saver_counts_the_rest_of_the_interface():
 
 def test_run_python_captures_output_and_failures(tmp_path):
     assert run_python("import sys; print(sys.argv[1:])", "a", 2).stdout.strip() == "['a', '2']"
-    with pytest.raises(ChildProcessError, match="exited with 3"):
+    with pytest.raises(ChildProcessFailed, match="exited with 3"):
         run_python("import sys; sys.stderr.write('boom'); sys.exit(3)")
     crashed = run_python("import os; os._exit(17)", expect_returncode=17)
     assert crashed.returncode == 17
@@ -216,3 +216,19 @@ def test_the_code_makes_no_linux_only_calls():
                  for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
                  if any(pattern.search(line) for pattern in LINUX_ONLY)]
     assert offenders == []
+
+
+def test_no_helper_shadows_a_builtin_name():
+    """No module-level class, function or constant of helpers/ takes a built-in's name (read by AST: fast)."""
+    import ast
+    import builtins
+
+    from course.layout import HELPERS
+
+    shadowed = []
+    for path in sorted(HELPERS.rglob("*.py")):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            names = [node.name] if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) else \
+                [t.id for t in getattr(node, "targets", []) if isinstance(t, ast.Name)]
+            shadowed += [f"{path.relative_to(HELPERS.parent)}: {name}" for name in names if hasattr(builtins, name)]
+    assert shadowed == []

@@ -28,7 +28,7 @@ from helpers.fare_lookup_graphs import (
 )
 
 CONFIG = {"configurable": {"thread_id": "t"}}
-REQUEST = {"request_id": "6f1c8a52-3b7e-4a8e-9d2a-0c6a1f4e2b10", "seat": "12A"}
+REQUEST = {"command_id": "6f1c8a52-3b7e-4a8e-9d2a-0c6a1f4e2b10", "seat": "12A"}
 needs_fork = pytest.mark.skipif(not hasattr(os, "fork"), reason="the crash experiments fork")
 
 
@@ -100,7 +100,7 @@ def test_booking_repeats_without_a_key_and_not_with_a_business_key():
     assert airline.bookings == ["BK001", "BK002"]
 
     airline = Airline(fail_after_booking=1)
-    key = lambda state, info: f"{state['request_id']}/book_seat"  # noqa: E731
+    key = lambda state, info: f"{state['command_id']}/book_seat"  # noqa: E731
     graph = build_booking_graph(InMemorySaver(), airline.book, key,
                                 retry_policy=RetryPolicy(initial_interval=0.001, jitter=False))
     assert graph.invoke(REQUEST, CONFIG)["confirmation"] == "BK001"
@@ -130,7 +130,7 @@ def test_a_task_id_key_survives_a_crash_only_under_sync_and_a_business_key_alway
         ("sync", 1, 1, "1 (1 of 1)"), ("async", 0, 0, "2 (1 of 1)"), ("exit", 0, 0, "2 (1 of 1)")]
 
     (tmp_path / "business").mkdir()
-    business_key = lambda state, info: str(uuid.uuid5(uuid.UUID(state["request_id"]), "book_seat"))  # noqa: E731
+    business_key = lambda state, info: str(uuid.uuid5(uuid.UUID(state["command_id"]), "book_seat"))  # noqa: E731
     trials = booking_crash_trials(tmp_path / "business", business_key, REQUEST, modes=[*MODES, None], trials=1)
     assert [t["bookings"] for t in trials] == [1, 1, 1, 1]
     crashed, resumed = (execution_info(a["info"]) for a in trials[-1]["attempts"])
