@@ -9,7 +9,10 @@ A code cell in ``solutions/`` that teaches a definition carries one line per def
         ...
 
 The line names the module and the top-level name (a function, a class or an assigned
-constant) that the cell defines. ``helpers/<module>.py`` holds the same definition, and
+constant) that the cell defines. The module may sit in a package
+(``# saved as helpers.ledger.acceptance.submit_command`` is ``helpers/ledger/acceptance.py``;
+``helpers.ledger.X`` is ``helpers/ledger/__init__.py`` when ``helpers/ledger/`` is a package),
+and the definition must be made there, not imported. ``helpers/<module>.py`` holds the same definition, and
 the rules below keep the two identical and keep the learner's first sight of a lesson in
 a chapter cell, not in a helper:
 
@@ -90,7 +93,16 @@ def top_level_definition(tree: ast.Module, name: str) -> ast.stmt | None:
 
 
 def module_path(module: str, root: Path = ROOT) -> Path:
-    return root.joinpath(*module.split(".")).with_suffix(".py")
+    """The file of a dotted module: ``a/b.py``, or ``a/b/__init__.py`` for a package."""
+    base = root.joinpath(*module.split("."))
+    package = base / "__init__.py"
+    return package if package.exists() and not base.with_suffix(".py").exists() else base.with_suffix(".py")
+
+
+def module_name(path: Path, root: Path = ROOT) -> str:
+    """The dotted name of a module file (a package's ``__init__.py`` is the package)."""
+    parts = path.relative_to(root).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
 def _parse_cell(text: str) -> ast.Module:
@@ -127,7 +139,7 @@ def graph_builders(helpers: Path = HELPERS, root: Path = ROOT) -> list[str]:
         if "checks" in path.relative_to(helpers).parts:
             continue  # checkers build graphs around a learner's answer; that is not a lesson
         text = path.read_text(encoding="utf-8")
-        module = ".".join(path.relative_to(root).with_suffix("").parts)
+        module = module_name(path, root)
         for node in ast.parse(text).body:
             if (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not node.name.startswith("_")
                     and "StateGraph(" in (ast.get_source_segment(text, node) or "")):

@@ -27,16 +27,10 @@ and what it holds. ``tests/course/test_architecture.py`` keeps the chapter lists
     explorer                09        the interactive checkpoint explorer (ipywidgets)
     fare_lookup_graphs      06        the lookup and booking graphs (saved from 06), stand-in services
     history_tree            09        a thread's history as a tree: edges, lanes, a plot
-    ledger                  11        the SQLite command ledger: tables and submit saved from 11
-    ledger_connections      —         the ledger's connection pool; a locked database as an error
-    ledger_delivery         —         leases, fencing, heartbeats, dead letters, dispatchers
-    ledger_experiments      11        races, crashes and leases around the ledger, for chapter 11
-    ledger_ids              —         the ledger's ID validation and payload fingerprints
-    ledger_records          —         the ledger's errors and records
-    ledger_service          10 11     the ledger in front of a real chat graph, and its dispatcher CLI
+    ledger                  10 11     the SQLite command ledger, a package: schema, acceptance, delivery, service, …
     multitask               13        double-texting on the Agent Server, made deterministic
     namespaces              05        the trip planner's nested subgraphs (saved from 05), namespace views
-    preloaded_processes     07 10 11 12  child processes forked from a server that imported LangGraph once
+    preloaded_processes     07 10 12  child processes forked from a server that imported LangGraph once
     processes               00 01 03  real child Python processes (fresh interpreters)
     serializer_safety       12        custom types in state, the msgpack allowlist, the advisories
     servers                 12 13     a private PostgreSQL and a local Agent Server, always stopped

@@ -9,7 +9,7 @@ it forks a child that runs an importable target, ``"module:function"`` with JSON
 and reports the child's pid and, when it ends, its exit status. Every child is a separate
 OS process with its own memory; ``os._exit(17)`` in it is a real crash, reported as 17.
 
-* ``server = ProcessServer(["helpers.ledger_service"], log=...)`` starts the server and
+* ``server = ProcessServer(["helpers.ledger.service"], log=...)`` starts the server and
   returns at once: its imports overlap with whatever the caller does next.
 * :meth:`ProcessServer.start` runs ``target(*args)`` in a new child whose stdout and stderr
   go to ``log`` (never into a notebook cell); :meth:`ProcessServer.wait` collects exit codes

@@ -47,3 +47,27 @@ def test_the_rules_catch_a_drifted_copy(tmp_path):
 def test_names_are_read_as_tokens_not_text():
     assert "say" in sts.names_used("print(say(graph, 't', 'x'))")
     assert "say" not in sts.names_used("print('where did I say it?')  # say")
+
+
+def test_saved_definitions_inside_a_package(tmp_path):
+    """``helpers.pkg.mod.name`` is helpers/pkg/mod.py; ``helpers.pkg.name`` is helpers/pkg/__init__.py."""
+    package = tmp_path / "helpers" / "pkg"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("from helpers.pkg.mod import build\n\nLIMIT = 3\n")
+    (package / "mod.py").write_text(textwrap.dedent('''
+        from langgraph.graph import StateGraph
+
+        def build():
+            return StateGraph(dict)
+    '''))
+    cell = "# saved as {}\ndef build():\n    return StateGraph(dict)\n"
+    assert sts.module_path("helpers.pkg.mod", tmp_path) == package / "mod.py"
+    assert sts.module_path("helpers.pkg", tmp_path) == package / "__init__.py"
+    assert sts.mismatch(sts.Saved("01_x", 3, "helpers.pkg.mod.build", cell.format("helpers.pkg.mod.build")),
+                        tmp_path) is None
+    assert sts.mismatch(sts.Saved("01_x", 3, "helpers.pkg.LIMIT", "# saved as helpers.pkg.LIMIT\nLIMIT = 3\n"),
+                        tmp_path) is None
+    reexported = sts.mismatch(sts.Saved("01_x", 3, "helpers.pkg.build", cell.format("helpers.pkg.build")), tmp_path)
+    assert "has no top-level 'build'" in reexported  # an import in __init__.py is not the definition
+    assert sts.graph_builders(tmp_path / "helpers", tmp_path) == ["helpers.pkg.mod.build"]
+    assert sts.module_name(package / "__init__.py", tmp_path) == "helpers.pkg"

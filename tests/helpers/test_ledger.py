@@ -18,16 +18,14 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from course.ledger_bench import benchmark_ledger, rows_for_table
-from helpers import ledger as ledger_module
-from helpers import ledger_ids
 from helpers.ledger import (
     CRASH_POINTS,
     MIN_SQLITE,
     RUN_NAMESPACE,
-    CommandNotFound,
     ConversationNotFound,
     Delivery,
     Forbidden,
+    InvalidDelivery,
     InvalidId,
     InvalidPayload,
     Ledger,
@@ -46,6 +44,8 @@ from helpers.ledger import (
     utc_now,
     validate_id,
 )
+from helpers.ledger import acceptance as ledger_acceptance
+from helpers.ledger import ids as ledger_ids
 
 T = "tenant-a"
 
@@ -244,7 +244,7 @@ def test_record_result_is_idempotent_first_result_wins(ledger: Ledger, db: Path)
     assert ledger.record_result(delivery, {"n": 1}) == done
     assert ledger.record_result(delivery, {"n": 2}, status="failed") == done
     assert dump(db) == before and done.status == "done" and done.result == {"n": 1}
-    with pytest.raises(CommandNotFound):
+    with pytest.raises(InvalidDelivery):  # no claim made it: refused like any forged delivery
         ledger.record_result(Delivery(999, 1, T, "nope", "conv-1", "t", "r", {}), {})
     with pytest.raises(ValueError):
         ledger.record_result(delivery, {}, status="running")  # type: ignore[arg-type]
@@ -499,13 +499,13 @@ def test_accepting_a_command_is_one_statement(ledger: Ledger, db: Path) -> None:
 def _statements_of(ledger: Ledger) -> list[str]:
     """From now on, the first word of every statement ``ledger``'s connections run."""
     statements: list[str] = []
-    get = ledger._pool.get
+    get = ledger.tx.pool.get
 
     def traced() -> sqlite3.Connection:
         conn = get()
         conn.set_trace_callback(lambda sql: statements.append(sql.split()[0]))
         return conn
-    ledger._pool.get = traced  # type: ignore[method-assign]
+    ledger.tx.pool.get = traced  # type: ignore[method-assign]
     return statements
 
 
@@ -532,17 +532,17 @@ def test_a_ledger_keeps_the_thread_it_reads_or_creates_and_bounds_what_it_keeps(
         other.submit(T, "cmd-1", "conv-1", {"n": 1})
         other.submit(T, "cmd-2", "conv-2", {"n": 2})
         assert statements == ["INSERT", "INSERT"]  # both threads were kept: no read before either insert
-    monkeypatch.setattr(ledger_module, "MAX_KEPT_THREADS", 2)
+    monkeypatch.setattr(ledger_acceptance, "MAX_KEPT_THREADS", 2)
     with Ledger(db) as small:
         for n in range(5):
             small.create_conversation(T, f"conv-kept-{n}")
-            assert len(small._threads) <= 2
+            assert len(small.acceptance._threads) <= 2
 
 
 def _changes_the_thread_after_each_read(ledger: Ledger, db: Path, times: int) -> list[str]:
     """Make the ledger's next ``times`` reads of a conversation race a change of its thread."""
-    read, threads = ledger._thread_of, []
-    ledger._threads.clear()  # the fixture's create_conversation kept the thread: read it from now on
+    read, threads = ledger.acceptance._thread_of, []
+    ledger.acceptance._threads.clear()  # the fixture's create_conversation kept the thread: read it from now on
 
     def racing(tenant_id: str, conversation_id: str) -> str:
         thread = read(tenant_id, conversation_id)
@@ -552,7 +552,7 @@ def _changes_the_thread_after_each_read(ledger: Ledger, db: Path, times: int) ->
                 conn.execute("UPDATE conversations SET thread_id = ? WHERE conversation_id = ?",
                              (threads[-1], conversation_id))
         return thread
-    ledger._thread_of = racing  # type: ignore[method-assign]
+    ledger.acceptance._thread_of = racing  # type: ignore[method-assign]
     return threads
 
 
@@ -751,7 +751,7 @@ def test_the_json_encoder_falls_back_to_pure_python(monkeypatch: pytest.MonkeyPa
 
 
 def test_utc_now_is_sqlite_s_datetime_now(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ledger_module, "_this_second", (-1, ""))
+    monkeypatch.setattr(ledger_acceptance, "_this_second", (-1, ""))
     try:
         with monkeypatch.context() as zone:
             if hasattr(time, "tzset"):  # UTC even where local time is not (gmtime, not localtime)

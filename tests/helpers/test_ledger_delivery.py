@@ -1,6 +1,7 @@
 """The ledger's delivery half (issue 13): fencing, renewal, dead letters, dispatchers, claims.
 
-Each test names the finding it covers (F1 ... F11 in issue 13's order).
+Each test names the finding it covers (F1 ... F11 in issue 13's order; D1 and D2 are the
+two defects of issue 25: a delivery that no claim made).
 """
 
 from __future__ import annotations
@@ -9,12 +10,13 @@ import sqlite3
 import threading
 import time
 from contextlib import closing
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from helpers.ledger import Delivery, Ledger, ManualClock, StaleLease, run_dispatcher
+from helpers.ledger import Delivery, InvalidDelivery, Ledger, LedgerError, ManualClock, StaleLease, run_dispatcher
 
 T = "tenant-a"
 
@@ -38,6 +40,83 @@ def db(tmp_path: Path) -> Path:
         setup.create_conversation(T, "conv-1")
         setup.create_conversation(T, "conv-2")
     return path
+
+
+# --------------------------------------------------------------------------- D1, D2 forged deliveries
+def _forged(ledger: Ledger, db: Path, delivery: object) -> None:
+    """Every write that names ``delivery`` raises InvalidDelivery (a LedgerError) and writes nothing."""
+    before = dump(db)
+    for write in (lambda: ledger.record_result(delivery, {"answer": "forged"}),  # type: ignore[arg-type]
+                  lambda: ledger.renew(delivery),  # type: ignore[arg-type]
+                  lambda: ledger.release(delivery, "forged")):  # type: ignore[arg-type]
+        with pytest.raises(InvalidDelivery) as info:
+            write()
+        assert isinstance(info.value, LedgerError) and "nothing was written" in str(info.value)
+    assert dump(db) == before
+
+
+def test_d1_a_delivery_with_attempt_0_is_refused_and_the_thread_does_not_stall(db: Path) -> None:
+    """Issue 25's recipe: submit k0, record k0 with attempt 0, submit k1, dispatch: both are delivered."""
+    with Ledger(db) as ledger:
+        k0 = ledger.submit(T, "k0", "conv-1", {"n": 0}).record
+        attempt_0 = Delivery(k0.seq, 0, T, "k0", "conv-1", k0.thread_id, k0.run_id, {"n": 0})
+        _forged(ledger, db, attempt_0)
+        ledger.submit(T, "k1", "conv-1", {"n": 1})
+        delivered = ledger.dispatch_pending(lambda d: {"answer": d.command_id}, heartbeat=False)
+        assert [d.command_id for d in delivered] == ["k0", "k1"]
+        assert [(c.status, c.result) for c in ledger.list_commands(T, "conv-1")] == [
+            ("done", {"answer": "k0"}), ("done", {"answer": "k1"})]
+
+
+def test_d2_a_delivery_naming_tenant_a_with_tenant_b_s_seq_is_refused(db: Path) -> None:
+    """Issue 25's recipe: a delivery for tenant A that carries tenant B's seq must not write B's command."""
+    with Ledger(db) as ledger:
+        ledger.create_conversation("tenant-b", "conv-b")
+        ledger.submit(T, "mine", "conv-1", {"n": 1})
+        ledger.submit("tenant-b", "theirs", "conv-b", {"n": 2})
+        mine = ledger.claim()
+        theirs = ledger.claim()
+        assert (mine.tenant_id, theirs.tenant_id) == (T, "tenant-b")
+        _forged(ledger, db, replace(mine, seq=theirs.seq))  # A's names, B's seq and attempt
+        _forged(ledger, db, replace(theirs, tenant_id=T))  # B's seq under A's name
+        _forged(ledger, db, replace(theirs, command_id="mine"))
+        assert ledger.get_command("tenant-b", "theirs").status == "running"
+        assert ledger.record_result(theirs, {"answer": "B's own"}).result == {"answer": "B's own"}
+
+
+@pytest.mark.parametrize("change", [
+    {"attempt": 2},  # a later attempt than any claim made
+    {"attempt": -1}, {"attempt": True}, {"attempt": "1"}, {"attempt": 1.0}, {"seq": "1"}, {"seq": 999},
+    {"thread_id": "another-thread"}, {"run_id": "another-run"}, {"conversation_id": "conv-2"},
+])
+def test_d1_d2_a_delivery_is_checked_in_full(db: Path, change: dict[str, Any]) -> None:
+    with Ledger(db) as ledger:
+        ledger.submit(T, "cmd-1", "conv-1", {"n": 1})
+        ledger.submit(T, "cmd-2", "conv-2", {"n": 2})
+        real = ledger.claim()
+        _forged(ledger, db, replace(real, **change))
+        assert ledger.renew(real) and ledger.record_result(real, "ok").status == "done"  # the real one still works
+
+
+def test_d1_something_that_is_not_a_delivery_is_refused(db: Path) -> None:
+    with Ledger(db) as ledger:
+        ledger.submit(T, "cmd-1", "conv-1", {"n": 1})
+        real = ledger.claim()
+        _forged(ledger, db, tuple(vars(real).values()))
+        _forged(ledger, db, None)
+
+
+def test_d1_a_stale_delivery_is_stale_not_invalid(db: Path) -> None:
+    """Attempt 1 of a command now at attempt 2 was made by a claim: stale (False / StaleLease), not forged."""
+    clock = ManualClock()
+    with Ledger(db, clock=clock) as ledger:
+        ledger.submit(T, "cmd-1", "conv-1", {"n": 1})
+        first = ledger.claim()
+        clock.advance(31)
+        assert ledger.claim().attempt == 2
+        assert ledger.renew(first) is False and ledger.release(first, "late") is False
+        with pytest.raises(StaleLease):
+            ledger.record_result(first, "late")
 
 
 # --------------------------------------------------------------------------- F1 fencing

@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import HumanMessage
 
-from helpers import ledger_experiments as lx
 from helpers import preloaded_processes
 from helpers.ledger import (
     CRASH_POINTS,
@@ -22,7 +21,8 @@ from helpers.ledger import (
     PayloadMismatch,
     new_command_id,
 )
-from helpers.ledger_service import ChatService, main
+from helpers.ledger import experiments as lx
+from helpers.ledger.service import ChatService, main
 
 WINDOW = {"kind": "message", "message_id": "m-1", "text": "I prefer a window seat"}
 QUESTION = {"kind": "message", "message_id": "m-2", "text": "Which seat do I prefer?"}
@@ -276,7 +276,7 @@ def test_the_dispatch_cli_runs_as_python_m(tmp_path: Path) -> None:
     with ChatService(tmp_path) as api:
         api.open_conversation("acme", "conv-1")
         api.handle("acme", "K1", "conv-1", WINDOW)
-    done = subprocess.run([sys.executable, "-m", "helpers.ledger_service", "dispatch", str(tmp_path),
+    done = subprocess.run([sys.executable, "-m", "helpers.ledger.service", "dispatch", str(tmp_path),
                            "--until-drained", "--max-seconds", "30"], capture_output=True, text=True, timeout=90)
     assert (done.returncode, done.stdout) == (0, "recorded 1 result(s)\n"), done.stderr
 
@@ -293,3 +293,39 @@ def test_check_then_insert_in_three_transaction_styles(tmp_path: Path) -> None:
         lx.check_then_insert_race(tmp_path / "d.db", "optimistic")
 
 
+
+
+def test_receive_runs_skips_resumes_and_forks(service: ChatService) -> None:
+    """The receiver's four moves, each once, and what each costs in reply-node runs."""
+    from helpers.ledger.service import receive
+
+    def provider_down() -> None:
+        raise RuntimeError("provider down")
+
+    service.handle("acme", "k1", "conv-1", WINDOW)
+    first = service.ledger.claim()
+    assert receive(service.graph, service.saver, first) == "ran" and service.calls["reply"] == 1
+    assert receive(service.graph, service.saver, first) == "deduplicated" and service.calls["reply"] == 1
+    assert service.ledger.deliver(first, service.work)
+    service.handle("acme", "k2", "conv-1", QUESTION)
+    service.model_call = provider_down
+    failed = service.ledger.claim()
+    with pytest.raises(RuntimeError):
+        receive(service.graph, service.saver, failed)
+    service.ledger.release(failed, "provider down")
+    service.model_call = None
+    again = service.ledger.claim()
+    assert again.attempt == 2 and receive(service.graph, service.saver, again) == "resumed"
+    assert service.calls["reply"] == 3  # the call that failed was made, and made again
+    assert service.ledger.deliver(again, service.work)
+    service.handle("acme", "k3", "conv-1", {"kind": "regenerate"})
+    regenerate = service.ledger.claim()
+    assert receive(service.graph, service.saver, regenerate) == "forked" and service.calls["reply"] == 4
+    sources = [s.metadata["source"] for s in service.graph.get_state_history(service.thread_config("acme", "conv-1"))]
+    assert sources.count("fork") == 1
+
+
+def test_both_files_are_opened_with_synchronous_full(service: ChatService) -> None:
+    with service.ledger.tx.read() as conn:
+        assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+    assert service.saver.conn.execute("PRAGMA synchronous").fetchone()[0] == 2

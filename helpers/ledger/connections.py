@@ -1,11 +1,24 @@
-"""Connections of the command ledger (:mod:`helpers.ledger`): a small pool, and locks as errors.
+"""Connections and transactions of the command ledger (:mod:`helpers.ledger`). Plumbing: chapter 11
+shows the SQL that runs inside these transactions, not this module.
 
+* :class:`Transactions` is the one object both halves of the ledger (acceptance and
+  delivery) share: ``read()`` lends a connection in autocommit mode, ``write()`` wraps a
+  block in ``BEGIN IMMEDIATE`` ... ``COMMIT`` (rolled back on any exception), and
+  ``crash(point)`` raises a :class:`~helpers.ledger.records.SimulatedCrash` at an injected
+  crash point. Its public attributes are all a half needs; neither half touches the other.
 * :class:`ConnectionPool` lends a connection to one thread at a time and keeps at most
   ``max_idle`` of them open between uses, so a thread that ends leaves no connection (and
   no file descriptor) behind. ``using()`` turns "database is locked" after the busy
-  timeout into :class:`~helpers.ledger_records.LedgerBusy`; ``until()`` retries a step that
+  timeout into :class:`~helpers.ledger.records.LedgerBusy`; ``until()`` retries a step that
   SQLite's busy handler does not cover (``PRAGMA journal_mode=WAL``) until a deadline.
 * :class:`CrashAtCommit` makes the statement that would commit a write a simulated crash.
+
+Every connection gets ``PRAGMA synchronous`` (FULL by default: in WAL mode each commit
+syncs the log before it returns, so an acknowledged command survives a power cut;
+NORMAL syncs only at checkpoints, so the last commits before a power cut or an OS crash
+can be rolled back, while a killed *process* loses nothing) and ``PRAGMA foreign_keys =
+ON``. WAL needs shared memory between the processes that open the file, so they must all
+run on one host (no network filesystem).
 """
 
 from __future__ import annotations
@@ -13,12 +26,15 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from helpers.ledger_records import LedgerBusy, LedgerError, SimulatedCrash
+from helpers.ledger.records import LedgerBusy, LedgerError, SimulatedCrash
 
-__all__ = ["ConnectionPool", "CrashAtCommit", "is_busy"]
+__all__ = ["SYNCHRONOUS_LEVELS", "ConnectionPool", "CrashAtCommit", "Transactions", "is_busy"]
+
+SYNCHRONOUS_LEVELS = ("OFF", "NORMAL", "FULL", "EXTRA")
 
 T = TypeVar("T")
 
@@ -33,7 +49,7 @@ class ConnectionPool:
     """Connections to one SQLite file with the ledger's settings, lent one thread at a time."""
 
     def __init__(self, path: str, *, timeout: float, synchronous: str, max_idle: int) -> None:
-        if synchronous not in ("OFF", "NORMAL", "FULL", "EXTRA"):
+        if synchronous not in SYNCHRONOUS_LEVELS:
             raise ValueError(f"bad synchronous level {synchronous!r}")
         self.path, self.timeout, self.synchronous, self.max_idle = path, timeout, synchronous, max_idle
         self._lock = threading.Lock()
@@ -155,3 +171,51 @@ class CrashAtCommit:
     @property
     def in_transaction(self) -> bool:
         return self._conn.in_transaction
+
+
+class Transactions:
+    """The connections and transactions of one ledger file, shared by acceptance and delivery.
+
+    ``crash_at`` names the one injected crash point that is armed (or None); ``on_crash``
+    runs after a :class:`SimulatedCrash` has rolled a write back (the ledger uses it to end
+    its own leases, as if they had run out).
+    """
+
+    def __init__(self, path: str, *, timeout: float, synchronous: str, max_idle: int,
+                 crash_at: str | None = None) -> None:
+        self.path, self.timeout, self.crash_at = path, timeout, crash_at
+        self.pool = ConnectionPool(path, timeout=timeout, synchronous=synchronous, max_idle=max_idle)
+        self.on_crash: Callable[[], None] | None = None
+
+    def read(self) -> _Lending:
+        """``with tx.read() as conn``: a connection in autocommit mode (each statement commits)."""
+        return self.pool.using()
+
+    @contextmanager
+    def write(self) -> Iterator[sqlite3.Connection]:
+        """``with tx.write() as conn``: one write transaction, committed when the block ends.
+
+        ``BEGIN IMMEDIATE`` takes the write lock up front, so two writers never both read a
+        snapshot and then fail to upgrade it (SQLITE_BUSY in the middle of a transaction).
+        """
+        with self.pool.using() as conn:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+                conn.execute("COMMIT")
+            except BaseException as exc:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                if isinstance(exc, SimulatedCrash) and self.on_crash is not None:
+                    self.on_crash()
+                raise
+
+    def crash(self, point: str, *, in_transaction: bool = False) -> None:
+        """Raise ``SimulatedCrash(point)`` if ``point`` is the armed crash point."""
+        if self.crash_at == point:
+            if not in_transaction and self.on_crash is not None:  # inside one, write() calls it
+                self.on_crash()
+            raise SimulatedCrash(point)
+
+    def close(self) -> None:
+        self.pool.close()

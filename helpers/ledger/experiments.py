@@ -11,11 +11,16 @@ chapter; these functions start threads and processes, inject crashes and count o
   :func:`run_rows`: the ``runs`` table of a conversation with checkpoint labels (C0, C1, ...).
 * :func:`crash_then_restart` / :func:`crash_table`: one injected crash point, a restart, a
   dispatcher sweep and the client's retry; the counts that matter.
-* :func:`run_dispatchers`: real dispatcher processes (what ``python -m helpers.ledger_service
+* :func:`run_dispatchers`: real dispatcher processes (what ``python -m helpers.ledger.service
   dispatch`` runs), forked from a :class:`helpers.preloaded_processes.ProcessServer` that
   has imported :data:`CHILD_PRELOAD` (and so LangGraph) once.
 * :func:`slow_run`: a run that outlives its lease, with and without renewal, on a
   :class:`helpers.ledger.ManualClock` (no waiting).
+* :func:`postgres_port_facts`: the cursor and the isolation level on a real PostgreSQL.
+* :data:`ACCEPT_SCHEMA` / :func:`open_commands_table`: the minimal ``commands`` table of
+  exercise 11.1; :data:`JOBS_SCHEMA` / :func:`open_jobs_table`: the small ``jobs`` table that
+  exercises 11.2 to 11.4 work on (a command's delivery columns, without the rest). Both on
+  autocommit connections (each statement commits on its own).
 """
 
 from __future__ import annotations
@@ -29,11 +34,14 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
-from helpers import checkpoints, ledger, ledger_service, preloaded_processes
-from helpers.ledger_service import ChatService
+from helpers import checkpoints, ledger, preloaded_processes
+from helpers.ledger import service as ledger_service
+from helpers.ledger.service import ChatService
 
-__all__ = ["CHILD_PRELOAD", "check_then_insert_race", "crash_table", "crash_then_restart", "run_dispatchers",
-           "run_rows", "run_together", "slow_run", "status_counts", "table_counts", "unique_keys"]
+__all__ = ["ACCEPT_SCHEMA", "CHILD_PRELOAD", "JOBS_SCHEMA", "check_then_insert_race", "crash_table",
+           "crash_then_restart", "open_commands_table", "open_jobs_table", "postgres_port_facts", "run_dispatchers",
+           "run_rows",
+           "run_together", "slow_run", "status_counts", "table_counts", "unique_keys"]
 
 WINDOW = {"kind": "message", "message_id": "m-1", "text": "I prefer a window seat"}
 
@@ -170,7 +178,7 @@ def crash_then_restart(point: str, *, dedupe: bool = True, directory: str | Path
     points can share one directory.
     """
     if directory is None:
-        with tempfile.TemporaryDirectory(prefix="course-10-") as tmp:
+        with tempfile.TemporaryDirectory(prefix="course-11-") as tmp:
             return crash_then_restart(point, dedupe=dedupe, directory=tmp)
     name = point.replace("_", "-")
     request = ("acme", f"cmd-{name}", f"conv-{name}", WINDOW)
@@ -201,7 +209,7 @@ def crash_table(points: tuple[str, ...], *, dedupe: bool = True) -> list[dict[st
     A connection is held open on each file for the whole table: closing the last connection
     of a WAL database checkpoints and syncs it, which made each scenario pay for it.
     """
-    with tempfile.TemporaryDirectory(prefix="course-10-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="course-11-") as tmp:
         holders = [sqlite3.connect(Path(tmp) / name) for name in ("ledger.db", "checkpoints.db")]
         for conn in holders:  # a statement opens the file; WAL mode makes the hold count
             conn.execute("PRAGMA journal_mode=WAL")
@@ -212,7 +220,7 @@ def crash_table(points: tuple[str, ...], *, dedupe: bool = True) -> list[dict[st
                 conn.close()
 
 
-CHILD_PRELOAD = ("helpers.ledger_service", "helpers.business_ids")  # what chapter 11's process server imports
+CHILD_PRELOAD = ("helpers.ledger.service", "helpers.business_ids")  # what chapter 11's process server imports
 
 
 def run_dispatchers(server: preloaded_processes.ProcessServer, directory: str | Path, count: int = 2, *,
@@ -220,7 +228,7 @@ def run_dispatchers(server: preloaded_processes.ProcessServer, directory: str | 
                     max_seconds: float = 60.0, timeout: float = 90.0) -> list[int]:
     """Run ``count`` dispatcher processes on ``directory`` at once, named D1, D2, ... in the runs table.
 
-    Each runs what ``python -m helpers.ledger_service dispatch DIRECTORY --until-drained ...``
+    Each runs what ``python -m helpers.ledger.service dispatch DIRECTORY --until-drained ...``
     runs (``main(argv)``), in a child forked from ``server`` (which has imported LangGraph
     already); its output goes to ``DIRECTORY/D<i>.log``. Returns the exit codes in order:
     0 is a dispatcher that drained the outbox, 17 one that crashed on purpose; anything else
@@ -294,3 +302,88 @@ def slow_run(directory: str | Path, *, renew: bool) -> dict[str, Any]:
         finish.set()
         a.close()
         b.close()
+
+
+JOBS_SCHEMA = """
+CREATE TABLE jobs (
+    seq           INTEGER PRIMARY KEY,            -- the order of acceptance
+    thread_id     TEXT NOT NULL,
+    status        TEXT NOT NULL DEFAULT 'queued'
+                  CHECK (status IN ('queued', 'running', 'done', 'dead')),
+    attempt       INTEGER NOT NULL DEFAULT 0,     -- the fencing token: every claim adds 1
+    lease_expires REAL NOT NULL DEFAULT 0,        -- a running job's lease ends at this clock() value
+    result        TEXT)
+"""
+
+
+def open_jobs_table(path: str | Path = ":memory:") -> sqlite3.Connection:
+    """A connection in autocommit mode (each statement commits) to a file with an empty ``jobs`` table."""
+    conn = sqlite3.connect(path, isolation_level=None, timeout=10, check_same_thread=False)
+    conn.execute(JOBS_SCHEMA)
+    return conn
+
+
+ACCEPT_SCHEMA = ("CREATE TABLE IF NOT EXISTS commands (tenant_id TEXT NOT NULL, command_id TEXT NOT NULL, "
+                 "fingerprint TEXT NOT NULL, PRIMARY KEY (tenant_id, command_id))")
+
+
+def open_commands_table(path: str | Path = ":memory:", *, timeout: float = 10.0) -> sqlite3.Connection:
+    """An autocommit connection (WAL for files) to a database holding :data:`ACCEPT_SCHEMA`.
+
+    ``check_same_thread=False`` only so that a checker may close it from another thread;
+    use one connection per thread.
+    """
+    conn = sqlite3.connect(path, timeout=timeout, isolation_level=None, check_same_thread=False)
+    if str(path) != ":memory:":
+        conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute(ACCEPT_SCHEMA)
+    return conn
+
+
+def postgres_port_facts(url: str) -> dict[str, Any]:
+    """The two facts a PostgreSQL port of the ledger must face, run on the server at ``url``.
+
+    1. **The cursor.** Connection ``slow`` inserts ``K1`` (it takes ``seq`` 1) and does not
+       commit yet; ``fast`` inserts ``K2`` (``seq`` 2) and commits; a claim reads
+       ``MAX(seq)`` (2) as its cursor; then ``slow`` commits. ``below_cursor`` lists the
+       commands committed after the claim with a ``seq`` below its cursor: what
+       ``seq > queued_through`` would skip for ever.
+    2. **The isolation level.** A loser's transaction begins, a winner inserts the key and
+       commits, then the loser runs the same ``INSERT ... ON CONFLICT DO NOTHING``. Under
+       READ COMMITTED it gets ``rowcount`` 0; under REPEATABLE READ a serialization failure
+       (``insert_first``: the rowcount, or the error's SQLSTATE).
+
+    Each step runs in this order on its own connection, so the outcome is deterministic.
+    Creates (and drops) a table ``port_commands``. Chapter 11 states these results;
+    ``tests/helpers/test_ledger_postgres.py`` runs this on chapter 12's throwaway server.
+    """
+    import psycopg
+
+    insert = "INSERT INTO port_commands (tenant_id, command_id) VALUES ('acme', %s) ON CONFLICT DO NOTHING"
+    facts: dict[str, Any] = {"insert_first": {}}
+    with psycopg.connect(url, autocommit=True) as claimer:
+        claimer.execute("DROP TABLE IF EXISTS port_commands")
+        claimer.execute("CREATE TABLE port_commands (seq BIGSERIAL PRIMARY KEY, tenant_id TEXT NOT NULL,"
+                        " command_id TEXT NOT NULL, UNIQUE (tenant_id, command_id))")
+        with psycopg.connect(url) as slow, psycopg.connect(url, autocommit=True) as fast:
+            slow.execute(insert, ("K1",))  # takes seq 1, not committed yet
+            fast.execute(insert, ("K2",))  # takes seq 2, commits
+            (cursor,) = claimer.execute("SELECT MAX(seq) FROM port_commands").fetchone()
+            slow.commit()
+        facts["claim_cursor"] = cursor
+        facts["below_cursor"] = [k for (k,) in claimer.execute(
+            "SELECT command_id FROM port_commands WHERE seq < %s ORDER BY seq", (cursor,))]
+        for level in ("READ COMMITTED", "REPEATABLE READ"):
+            key = f"K-{level}"
+            with psycopg.connect(url) as loser, psycopg.connect(url, autocommit=True) as winner:
+                loser.execute(f"SET TRANSACTION ISOLATION LEVEL {level}")  # one of two constants
+                loser.execute("SELECT 1").fetchall()  # the loser's transaction (and snapshot) has begun
+                winner.execute(insert, (key,))
+                try:
+                    facts["insert_first"][level] = loser.execute(insert, (key,)).rowcount
+                except psycopg.errors.SerializationFailure as exc:
+                    facts["insert_first"][level] = f"SQLSTATE {exc.sqlstate}"
+                    loser.rollback()
+        facts["rows"] = claimer.execute("SELECT COUNT(*) FROM port_commands").fetchone()[0]
+        claimer.execute("DROP TABLE port_commands")
+    return facts

@@ -1,4 +1,4 @@
-"""The command ledger in front of a real graph: a tiny chat API and its dispatcher (chapter 11).
+"""The command ledger in front of a real graph: a tiny chat API, its worker and its dispatcher (chapter 11).
 
 :class:`ChatService` is what an HTTP handler of the travel assistant and its worker would
 do, without HTTP. Requests only *submit*:
@@ -10,21 +10,29 @@ do, without HTTP. Requests only *submit*:
 * ``status(tenant_id, command_id)`` is what a client polls;
 * ``dispatch()`` is one sweep of a dispatcher: claim each claimable command under a lease,
   run :meth:`ChatService.work` while a heartbeat renews the lease, record the answer. Run it
-  as a process with ``python -m helpers.ledger_service dispatch DIRECTORY`` (``--help``).
+  as a process with ``python -m helpers.ledger.service dispatch DIRECTORY`` (``--help``).
 
 Payloads are ``{"kind": "message", "message_id": ..., "text": ...}`` (a new user message,
 sent as a ``HumanMessage`` with that id) or ``{"kind": "regenerate"}`` (fork from the
 checkpoint before the last answer, as in chapter 09, and let the reply node run again).
 
-The worker is an **idempotent receiver**. Every checkpoint a run writes carries the ledger's
-run ID in its metadata (``configurable["ledger_run_id"]`` is copied there by LangGraph; it is
-*not* passed as ``config["run_id"]``, which is LangChain's tracing ID and must be new per
-execution). Before running, the worker looks for that tag: a finished run is not run again,
-its answer is read back from the checkpoint; an unfinished one is resumed with
-``invoke(None, ...)``. This needs per-thread FIFO (the ledger's) so that the run's last
-checkpoint is the thread's head, and leases so that two workers do not run it at once.
-``dedupe=False`` turns the check off to show what at-least-once delivery does without it.
-The receiver does not make the *model call* idempotent: a crash inside it repeats it.
+The worker is an **idempotent receiver**, :func:`receive` (chapter 11 shows it in a cell).
+Every checkpoint a run writes carries the ledger's run ID in its metadata
+(``configurable["ledger_run_id"]`` is copied there by LangGraph; it is *not* passed as
+``config["run_id"]``, which is LangChain's tracing ID and must be new per execution). Before
+running, the worker looks for that tag (``saver.list(thread, filter=tag, limit=1)``): a
+finished run (``get_state(seen.config).next`` is empty) is not run again, its answer is read
+back from the checkpoint; an unfinished one is resumed with ``invoke(None, ...)``. Every
+invoke uses ``durability="sync"``: each checkpoint is on disk before the next step starts,
+so a redelivery after a crash finds every step the crashed attempt finished. This needs
+per-thread FIFO (the ledger's) so that the run's last checkpoint is the thread's head, and
+leases so that two workers do not run it at once. ``dedupe=False`` turns the check off to
+show what at-least-once delivery does without it. The receiver does not make the *model
+call* idempotent: a crash inside it repeats it.
+
+Both files run with ``synchronous="FULL"`` by default: the ledger's "accepted" and "done"
+and the checkpoints they point to survive a power cut. ``"NORMAL"`` is faster on a slow
+disk and loses only the last commits, and only in a power cut or an OS crash.
 
 ``calls`` is a :class:`collections.Counter` that outlives a simulated crash (think of the
 model provider's bill): ``calls["reply"]`` counts reply-node runs, ``calls["deliveries"]``
@@ -53,9 +61,9 @@ from langgraph.graph.state import CompiledStateGraph
 
 from helpers import ledger, travel_graphs
 
-__all__ = ["RUN_TAG", "ChatService", "Response", "build_counting_chat_graph", "main", "validate_chat_payload"]
+__all__ = ["RUN_TAG", "ChatService", "Response", "build_counting_chat_graph", "main", "receive",
+           "validate_chat_payload"]
 
-RUN_TAG = "ledger_run_id"  # configurable key; LangGraph copies it into checkpoint metadata
 DISPATCH_CRASH_EXIT = 17  # exit code of a dispatcher told to crash inside a model call
 
 
@@ -69,7 +77,7 @@ class Response:
     error: str | None = None  # why a dead command gave up
 
 
-# saved as helpers.ledger_service.build_counting_chat_graph
+# saved as helpers.ledger.service.build_counting_chat_graph
 def build_counting_chat_graph(checkpointer: BaseCheckpointSaver | None, calls: Counter,
                               model_call: Callable[[], None] | None = None) -> CompiledStateGraph:
     """START -> reply -> END; reply is the stand-in model and counts its calls in calls["reply"].
@@ -93,6 +101,34 @@ def build_counting_chat_graph(checkpointer: BaseCheckpointSaver | None, calls: C
     builder.add_edge(START, "reply")
     builder.add_edge("reply", END)
     return builder.compile(checkpointer=checkpointer)
+
+
+# saved as helpers.ledger.service.RUN_TAG
+RUN_TAG = "ledger_run_id"  # a configurable key: LangGraph copies it into every checkpoint's metadata
+
+
+# saved as helpers.ledger.service.receive
+def receive(graph: CompiledStateGraph, saver: BaseCheckpointSaver, delivery: ledger.Delivery, *,
+            dedupe: bool = True) -> str:
+    """Run a delivered command on its thread at most once per ledger run ID; say what was done."""
+    thread = {"configurable": {"thread_id": delivery.thread_id}}
+    tag = {RUN_TAG: delivery.run_id}
+    tagged = {"configurable": {"thread_id": delivery.thread_id, **tag}}
+    seen = next(iter(saver.list(thread, filter=tag, limit=1)), None) if dedupe else None
+    if seen is not None and not graph.get_state(seen.config).next:
+        return "deduplicated"  # an earlier delivery finished this run
+    if seen is not None:
+        graph.invoke(None, tagged, durability="sync")  # an earlier delivery stopped inside it: resume
+        return "resumed"
+    if delivery.payload["kind"] == "message":
+        message = HumanMessage(content=delivery.payload["text"], id=delivery.payload["message_id"])
+        graph.invoke({"messages": [message]}, tagged, durability="sync")
+        return "ran"
+    before = next((s for s in graph.get_state_history(thread) if s.next == ("reply",)), None)
+    if before is None:
+        raise LookupError("nothing to regenerate: the thread has no answer yet")
+    graph.invoke(None, {"configurable": {**before.config["configurable"], **tag}}, durability="sync")  # a fork
+    return "forked"
 
 
 def validate_chat_payload(payload: object, *, has_message: bool) -> None:
@@ -137,12 +173,13 @@ class ChatService:
     ``model_call`` (settable later) runs inside the reply node where the model would be called.
     Leases last ``lease_seconds`` and are renewed every ``renew_every`` (default a third of
     the lease) while a run is in progress; ``renew=False`` turns renewal off for the demo of
-    a lease that ends in the middle of a run. The ledger runs with ``synchronous="NORMAL"``
-    unless told otherwise: a commit then survives a crash of the process, not a power cut.
+    a lease that ends in the middle of a run. Both files run with ``synchronous="FULL"``
+    unless told otherwise (with ``"NORMAL"`` a commit survives a crash of the process, not
+    a power cut).
     """
 
     def __init__(self, directory: str | Path, *, crash_at: str | None = None, calls: Counter | None = None,
-                 dedupe: bool = True, synchronous: str = "NORMAL", lease_seconds: float = 30.0,
+                 dedupe: bool = True, synchronous: str = "FULL", lease_seconds: float = 30.0,
                  renew: bool = True, renew_every: float | None = None, max_attempts: int = 3,
                  clock: Callable[[], float] = time.time, model_call: Callable[[], None] | None = None,
                  name: str | None = None) -> None:
@@ -202,24 +239,9 @@ class ChatService:
     def work(self, delivery: ledger.Delivery) -> ledger.Completed:
         """Run one delivered command (once per ledger run ID, if ``dedupe``); return its answer."""
         self.calls["deliveries"] += 1
-        thread = {"configurable": {"thread_id": delivery.thread_id}}
-        tag = {RUN_TAG: delivery.run_id}
-        tagged = {"configurable": {"thread_id": delivery.thread_id, **tag}}
-        seen = next(iter(self.saver.list(thread, filter=tag, limit=1)), None) if self.dedupe else None
-        if seen is not None and not self.graph.get_state(seen.config).next:
-            self.calls["deduplicated"] += 1  # this run already finished: read its answer back
-        elif seen is not None:
-            self.graph.invoke(None, tagged, durability="sync")  # resume the unfinished run
-        elif delivery.payload["kind"] == "message":
-            message = HumanMessage(content=delivery.payload["text"], id=delivery.payload["message_id"])
-            self.graph.invoke({"messages": [message]}, tagged, durability="sync")
-        else:
-            before = next((s for s in self.graph.get_state_history(thread) if s.next == ("reply",)), None)
-            if before is None:
-                raise LookupError("nothing to regenerate: the thread has no answer yet")
-            fork = {"configurable": {**before.config["configurable"], **tag}}
-            self.graph.invoke(None, fork, durability="sync")  # a fork (chapter 09)
-        return self._completed(thread, tag)
+        if receive(self.graph, self.saver, delivery, dedupe=self.dedupe) == "deduplicated":
+            self.calls["deduplicated"] += 1  # this run already finished: its answer is read back
+        return self._completed({"configurable": {"thread_id": delivery.thread_id}}, {RUN_TAG: delivery.run_id})
 
     def _completed(self, thread: dict[str, Any], tag: dict[str, str]) -> ledger.Completed:
         run = list(self.saver.list(thread, filter=tag))  # newest first: this run's checkpoints
@@ -266,8 +288,8 @@ def _crash_once_model_call(bill: Path | None, token: Path | None) -> Callable[[]
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m helpers.ledger_service dispatch DIRECTORY``: a dispatcher process."""
-    parser = argparse.ArgumentParser(prog="python -m helpers.ledger_service")
+    """``python -m helpers.ledger.service dispatch DIRECTORY``: a dispatcher process."""
+    parser = argparse.ArgumentParser(prog="python -m helpers.ledger.service")
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("dispatch", help="sweep the outbox of DIRECTORY/ledger.db and run each command")
     run.add_argument("directory", type=Path)

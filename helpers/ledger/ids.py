@@ -1,6 +1,7 @@
 """IDs, validation and payload fingerprints of the command ledger (:mod:`helpers.ledger`).
 
-Import it through :mod:`helpers.ledger`, which re-exports every public name here.
+Import it through :mod:`helpers.ledger`, which re-exports every public name here. Chapter 11
+uses these functions without showing them: what they decide is listed here instead.
 
 * ``new_command_id()`` (uuid4), ``new_time_ordered_id()`` (uuid7), ``stable_id(ns, name)``
   (uuid5) and ``run_id_for(tenant_id, command_id)``, the ledger's run ID of a command.
@@ -16,7 +17,7 @@ Import it through :mod:`helpers.ledger`, which re-exports every public name here
   - ``1`` and ``1.0`` stay different, and so do ``True`` and ``1``: their JSON differs;
   - NaN, infinities, lone surrogates, non-``str`` keys, nesting deeper than 64 levels and
     any type outside ``None``/``bool``/``int``/``float``/``str``/``list``/``tuple``/``dict``
-    (exact types, no subclasses) raise :class:`~helpers.ledger_records.InvalidPayload`.
+    (exact types, no subclasses) raise :class:`~helpers.ledger.records.InvalidPayload`.
 
 * ``payload_json(value)``: the JSON the ledger stores and delivers. It is the payload *as
   the client sent it* (its own key order, its own Unicode form), not the canonical form,
@@ -35,7 +36,7 @@ from collections.abc import Callable
 from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any
 
-from helpers.ledger_records import InvalidId, InvalidPayload
+from helpers.ledger.records import InvalidId, InvalidPayload
 
 try:  # Python 3.14+ has uuid7 in the standard library.
     from uuid import uuid7 as _uuid7  # type: ignore[attr-defined]

@@ -2,20 +2,23 @@
 
 Errors: ``LedgerError`` > ``InvalidId``, ``InvalidPayload``, ``PayloadMismatch``,
 ``Forbidden`` > ``ConversationNotFound``, ``CommandNotFound``, ``LedgerBusy``,
-``SchemaVersionError``, ``StaleLease``. ``SimulatedCrash`` is a ``BaseException`` (like
+``SchemaVersionError``, ``StaleLease``, ``InvalidDelivery``. ``SimulatedCrash`` is a ``BaseException`` (like
 ``SystemExit``) so that ``except Exception`` cannot swallow it.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
 __all__ = ["CommandNotFound", "CommandRecord", "Completed", "Conversation", "ConversationNotFound", "Delivery",
-           "Forbidden", "InvalidId", "InvalidPayload", "LedgerBusy", "LedgerError", "PayloadMismatch", "RunRecord",
-           "SchemaVersionError", "SimulatedCrash", "StaleLease", "Status", "SubmitResult"]
+           "Forbidden", "InvalidDelivery", "InvalidId", "InvalidPayload", "LedgerBusy", "LedgerError",
+           "PayloadMismatch", "RunRecord", "SchemaVersionError", "SimulatedCrash", "StaleLease", "Status",
+           "SubmitResult"]
 
 Status = Literal["accepted", "running", "done", "failed", "dead"]
+_DECODER = json.JSONDecoder()
 
 
 # --------------------------------------------------------------------------- errors
@@ -86,6 +89,17 @@ class StaleLease(LedgerError):
                          "the lease now, so this result was refused")
 
 
+class InvalidDelivery(LedgerError):
+    """A delivery that no claim of this ledger made; nothing was written.
+
+    A renew, release or record names its delivery in full: ``seq``, ``tenant_id``,
+    ``command_id``, ``conversation_id``, ``thread_id``, ``run_id`` must be the stored
+    command's, and ``attempt`` (the fencing token) an int from 1 up to the command's
+    current attempt. An older attempt is *stale* (``renew``/``release`` return False,
+    ``record_result`` raises ``StaleLease``); anything else is refused with this error.
+    """
+
+
 class SimulatedCrash(BaseException):
     """Raised at an injected crash point. A BaseException, so it is never swallowed."""
 
@@ -117,6 +131,17 @@ class CommandRecord:
     result: Any
     error: str | None  # the last failed attempt's error, until a result is recorded
     created_at: str
+
+    @classmethod
+    def from_row(cls, row: tuple) -> CommandRecord:
+        """A record from a row of ``SELECT {COMMAND_COLUMNS}`` (payload and result decoded)."""
+        # raw_decode: the ledger wrote this JSON itself, so there is no whitespace around it for
+        # json.loads to strip (two regex passes that every submit would pay for).
+        seq, tenant_id, command_id, conversation_id, thread_id, run_id, digest, payload, status, result, error, \
+            created_at = row
+        return cls(seq, tenant_id, command_id, conversation_id, thread_id, run_id, digest,
+                   _DECODER.raw_decode(payload)[0], status,
+                   None if result is None else _DECODER.raw_decode(result)[0], error, created_at)
 
 
 @dataclass(frozen=True)
