@@ -81,8 +81,8 @@ def test_ainvoke_runs_on_the_async_methods(tmp_path):
 def test_journal_saver_reads_the_last_line_per_slot_and_leaves_put_writes_to_the_learner(tmp_path):
     saver = folder_saver.JournalSaver(tmp_path)
     config = {"configurable": {"thread_id": "t", "checkpoint_ns": "", "checkpoint_id": "c"}}
-    saver.append_journal(config, [{"task_id": "a", "idx": 0, "channel": "x", "task_path": "", "value": saver.encode(1)},
-                                  {"task_id": "a", "idx": 0, "channel": "x", "task_path": "", "value": saver.encode(2)}])
+    row = {"task_id": "a", "idx": 0, "channel": "x", "task_path": ""}
+    saver.append_journal(config, [{**row, "value": saver.encode(1)}, {**row, "value": saver.encode(2)}])
     assert saver._pending_writes("t", "", "c") == [("a", "x", 2)]
     with pytest.raises(NotImplementedError, match="16.3"):
         saver.put_writes(config, [], "a")
