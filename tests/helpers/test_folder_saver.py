@@ -96,3 +96,23 @@ def test_report_rows_and_verdict():
     assert not ok and "test_get_tuple_pending_writes" in hint and "pending_writes" in hint
     with pytest.raises(ValueError, match="unknown capabilities"):
         conformance.run_suite(folder_saver.PutGetSaver, ["puts"])
+
+
+def test_server_checkpointer_yields_a_folder_saver_on_the_folder_in_its_environment(tmp_path, monkeypatch):
+    from helpers import server_checkpointer
+
+    monkeypatch.setenv(server_checkpointer.ROOT_ENV, str(tmp_path))
+
+    async def enter():
+        async with server_checkpointer.folder_checkpointer() as saver:
+            return saver
+
+    saver = asyncio.run(enter())
+    assert isinstance(saver, folder_saver.FolderSaver) and saver.root == tmp_path
+
+
+def test_side_by_side_marks_every_line_and_says_whether_all_match(capsys):
+    conformance.side_by_side(["a", "b"], ["a", "c", "d"])
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split()[-1] for line in out[2:5]] == ["yes", "NO", "NO"]
+    assert out[-1] == "identical: False"
