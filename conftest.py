@@ -66,6 +66,7 @@ SLOWEST_FIRST = ("tests/course/test_grade_failures.py",  # 44
                  "tests/course/test_grade_chapters.py",  # 23
                  "tests/course/test_grade_batch.py",  # 17
                  "tests/helpers/test_durability_experiments.py",  # 14
+                 "16_your_own_checkpointer.ipynb",  # 25-50 under load, in both folders (an Agent Server start)
                  "12_production_backends.ipynb", "13_agent_server.ipynb",  # 11-13 each, in both folders
                  "tests/helpers/test_ledger_service.py",  # 13
                  "tests/helpers/test_multitask.py",  # 12.5

@@ -6,6 +6,14 @@ makes visible what happens behind ``invoke``: how many ``put`` / ``put_writes`` 
 per durability mode, and how often it asks for a new channel version
 (``get_next_version``). ``delay`` adds a fixed latency to every write, like a remote database
 would, for crash experiments where timing matters.
+
+What it supports, by LangGraph's conformance suite (chapter 16; tests/helpers/test_folder_saver.py
+runs it): around an ``InMemorySaver`` it passes all five base capabilities (``put``,
+``put_writes``, ``get_tuple``, ``list``, ``delete_thread``), and the suite reports the three
+extended ones, ``copy_thread``, ``delete_for_runs`` and ``prune``, as not implemented:
+``CountingSaver`` forwards only their sync methods to ``inner`` (``InMemorySaver`` raises
+``NotImplementedError`` in all three), not ``acopy_thread``, ``adelete_for_runs`` and
+``aprune``, which the suite and the Agent Server call.
 """
 
 from __future__ import annotations
