@@ -5,6 +5,7 @@
     python -m course.build --check    # exit 1 if any file would change (writes nothing)
     python -m course.build --remeasure 08   # also re-record machine-dependent measurements
     python -m course.build --restamp  # only re-normalize the stored notebooks (no execution)
+    python -m course.build --relink   # only rewrite the banner and chapter links (no execution)
 
 It also rewrites CHEATSHEET.md from the chapters' "LangGraph API in this chapter" boxes.
 Every solution gets the cells the build generates (:mod:`course.generated_cells`: the
@@ -38,7 +39,7 @@ from .generated_cells import GeneratedCellError, regenerate
 from .jupyter_kernels import IpcKernelManager
 from .layout import SOLUTIONS, chapters, learner_path, shown
 from .learner_copies import GATED_METADATA, SolutionMarkupError, hide_outputs, make_learner_copy
-from .notebook_format import annotate, dumps, ignore_reason, normalize
+from .notebook_format import annotate, dumps, generated_kind, ignore_reason, normalize
 
 CELL_TIMEOUT = 120
 
@@ -189,9 +190,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="also refresh the recorded outputs of cells marked '# nbval-ignore-output:'")
     parser.add_argument("--restamp", action="store_true",
                         help="only re-normalize the stored notebooks' metadata and outputs; execute nothing")
+    parser.add_argument("--relink", action="store_true",
+                        help="only rewrite the generated banner and chapter links (after adding or renaming a "
+                             "chapter); execute nothing")
     args = parser.parse_args(argv)
     if args.restamp:
         return restamp_command(args)
+    if args.relink:
+        return relink_command(args)
     try:
         paths = select(args.chapters)
         for path in paths:  # a broken file is named first, not as a neighbour another chapter links to
@@ -229,6 +235,47 @@ def main(argv: list[str] | None = None) -> int:
     if failed:
         return 1
     return 1 if (args.check and changed) else 0
+
+
+def relink(paths: list[Path]) -> dict[Path, str]:
+    """New texts of the solutions and learner copies of ``paths`` whose generated link cells are stale.
+
+    The banner and the chapter links are markdown cells with no outputs, so rewriting them
+    alone gives exactly what a full build would store: a chapter added or renamed changes
+    its neighbours' links without executing them again.
+    """
+    texts = {}
+    for path in paths:
+        solution = read_solution(path)
+        try:
+            regenerate(solution, path)
+        except GeneratedCellError as exc:
+            raise BuildError(f"{shown(path)}: {exc}") from exc
+        fresh = {generated_kind(c): c for c in solution.cells if generated_kind(c)}
+        for target in (path, learner_path(path)):
+            if not target.exists():
+                continue
+            text = target.read_text(encoding="utf-8")
+            nb = nbformat.reads(text, as_version=4)
+            nb.cells = [fresh[generated_kind(c)] if generated_kind(c) in fresh else c for c in nb.cells]
+            new = dumps(normalize(nb))
+            if new != text:
+                texts[target] = new
+    return texts
+
+
+def relink_command(args: argparse.Namespace) -> int:
+    try:
+        texts = relink(select(args.chapters))
+    except BuildError as exc:
+        print(f"build stopped: {exc}", file=sys.stderr)
+        return 1
+    if not args.check:
+        for path, text in texts.items():
+            write_if_changed(path, text)
+    verb = "would change" if args.check else "changed"
+    print(f"{len(texts)} file(s) {verb}" + "".join(f"\n  {shown(p)}" for p in texts))
+    return 1 if (args.check and texts) else 0
 
 
 def restamp_command(args: argparse.Namespace) -> int:

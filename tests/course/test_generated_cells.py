@@ -146,3 +146,33 @@ def test_a_chapter_without_a_title_cell_stops_the_build():
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("Chapter without a title")])
     with pytest.raises(GeneratedCellError, match="title"):
         regenerate(nb, SOLUTIONS[0])
+
+
+def test_relink_rewrites_only_stale_link_cells_of_both_copies(tmp_path):
+    from course import build
+
+    solutions, notebooks = tmp_path / "solutions", tmp_path / "notebooks"
+    solutions.mkdir()
+    notebooks.mkdir()
+    first, second = SOLUTIONS[0], SOLUTIONS[1]
+    for path in (first, second):
+        shutil.copy(path, solutions / path.name)
+        shutil.copy(NOTEBOOKS[SOLUTIONS.index(path)], notebooks / path.name)
+    assert set(build.relink([solutions / second.name])) == {solutions / second.name, notebooks / second.name}, \
+        "the copied chapter is now the last one: its Next link is stale in both copies"
+    texts = build.relink([solutions / first.name])
+    assert texts == {}, "the first chapter's neighbour did not change"
+    stale = build.relink([solutions / second.name])
+    for path, text in stale.items():
+        path.write_text(text, encoding="utf-8")
+        new = nbformat.reads(text, as_version=4)
+        old = read(second if path.parent == solutions else NOTEBOOKS[1])
+        assert [c for c in new.cells if not generated_kind(c)] == [c for c in old.cells if not generated_kind(c)]
+        assert "**This is the last chapter.**" in source(new.cells[-1])
+    assert build.relink([solutions / second.name]) == {}
+
+
+def test_the_committed_links_are_current():
+    from course import build
+
+    assert build.relink(chapters()) == {}, "run python -m course.build --relink"
