@@ -227,7 +227,11 @@ def check_build_errand(build_errand: Any) -> str:
     if got != expected:
         raise Fail(f"after the resume the state holds {got}, expected {expected}: store each function's return "
                    "value under its key")
-    if len(steps["find_seat"]) > 1 or len(steps["price_fare"]) > 1:
+    # With fewer than three nodes, one node holds two of the calls and reruns them: say that first.
+    # Otherwise the steps first: they are the same on every run, while how often a sibling of the
+    # failed hold ran again can depend on timing (a running def sibling's write may be lost).
+    nodes = [name for name in getattr(graph, "nodes", {}) if not name.startswith("__")]
+    if len(nodes) < 3 and (len(steps["find_seat"]) > 1 or len(steps["price_fare"]) > 1):
         raise Fail(f"after the failure the resume ran find_seat {len(steps['find_seat'])}x and price_fare "
                    f"{len(steps['price_fare'])}x in all: a failed node restarts from its first line, so put "
                    "hold_fare in a node of its own, after the two others")
@@ -238,6 +242,10 @@ def check_build_errand(build_errand: Any) -> str:
     if min(steps["hold_fare"]) <= max(steps["find_seat"][0], steps["price_fare"][0]):
         raise Fail("hold_fare ran in the same super-step as the others, before seat and fare were known: make its "
                    "node wait for both, e.g. builder.add_edge([seat_node, fare_node], hold_node)")
+    if len(steps["find_seat"]) > 1 or len(steps["price_fare"]) > 1:
+        raise Fail(f"after the failure the resume ran find_seat {len(steps['find_seat'])}x and price_fare "
+                   f"{len(steps['price_fare'])}x in all: a failed node restarts from its first line, so put "
+                   "hold_fare in a node of its own, after the two others")
     if len(steps["hold_fare"]) != 2:
         raise Fail(f"hold_fare ran {len(steps['hold_fare'])}x; it should run twice: once failing, once on resume")
     return "seat and fare in one super-step, the hold after both; the resume re-ran only the hold"
