@@ -10,7 +10,7 @@ import pytest
 from langgraph_sdk import get_sync_client
 
 from helpers.appendix_graphs import GATED_GRAPH_SPEC, open_gate
-from helpers.checks.chapter_12 import EXPECTED_RUNS_LEFT, EXPECTED_SURVIVES
+from helpers.checks.chapter_13 import EXPECTED_RUNS_LEFT, EXPECTED_SURVIVES
 from helpers.multitask import (
     DELETED,
     REFUSED,
