@@ -11,7 +11,7 @@ Module index: each module, the chapters that import it (— when only other help
 and what it holds. ``tests/course/test_architecture.py`` keeps the chapter lists true.
 
     agent_graphs            13 16     the Agent Server's graphs (07's approval workflow, chat) and auth handlers
-    appendix_graphs         13        a graph that stays busy until a test or cell releases it
+    appendix_graphs         13        a graph that stays busy until released; one whose worker goes away
     approval_workflow       07 13 16  the booking-approval workflow with interrupts (saved from 07)
     booking_crashes         06        real crashes in forks of the kernel: lost writes, idempotency keys
     business_ids            10        ID properties, personal-data footprints, the hold graph, a loopback API
@@ -42,4 +42,5 @@ and what it holds. ``tests/course/test_architecture.py`` keeps the chapter lists
     tenancy                 10        one opaque thread per owned conversation, with an access check
     text_tables             02 03 04 05 06 07 08 10 11 12 13  plain-text tables for notebooks
     travel_graphs           01 02 04 09 10 11 12 13 16  the running example: chat graph (saved from 01)
+    worker_faults           13        a run whose worker goes away: node-start logs, the server's task cancelled
 """

@@ -14,6 +14,14 @@ lands. A blocking ``time.sleep`` loop would keep running in its thread.
 Served with :func:`helpers.servers.agent_server` as ``{"gated": GATED_GRAPH_SPEC}``
 (compiled without a checkpointer: the server brings its own persistence). The graph, its
 node and its state are shown, then saved, in chapter 13.
+
+The second graph, :func:`build_retried_graph` (``hold_seat -> charge_card``), shows what
+the server does when the worker running a run goes away. ``charge_card`` calls
+:func:`helpers.worker_faults.lose_this_worker` on its first ``cut_off`` starts: it cancels
+the server's own task for the run, which is what a server does to its runs when it shuts
+down. Every node start is one line in a log file the notebook owns
+(:func:`helpers.worker_faults.note_start`), so the notebook counts what ran without a
+clock. Served as ``{"retried": RETRIED_GRAPH_SPEC}``; shown, then saved, in chapter 13.
 """
 
 from __future__ import annotations
@@ -24,14 +32,18 @@ import time
 from pathlib import Path
 from typing import Annotated, TypedDict
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
+
+from helpers import worker_faults
 
 GATE_FILE = "open"
 POLL_SECONDS = 0.01  # how often the waiting node looks for the gate file
 MAX_WAIT_SECONDS = 60.0  # a gate nobody opens must not block a server worker forever
 GATED_GRAPH_SPEC = "helpers.appendix_graphs:gated_graph"
+RETRIED_GRAPH_SPEC = "helpers.appendix_graphs:retried_graph"
 
 
 class GatedState(TypedDict, total=False):
@@ -72,3 +84,42 @@ def build_gated_graph(checkpointer: BaseCheckpointSaver | None = None) -> Compil
 
 
 gated_graph = build_gated_graph()
+
+
+# -- a run whose worker goes away (chapter 13) ------------------------------------------
+
+
+class BookingState(TypedDict, total=False):
+    """``log``: the file node starts are noted in; ``cut_off``: how many starts of charge_card lose their worker."""
+
+    log: str
+    cut_off: int
+    done: Annotated[list[str], operator.add]
+
+
+def hold_seat(state: BookingState) -> dict[str, list[str]]:
+    """Hold the seat (a stand-in): note the start, record the step."""
+    worker_faults.note_start(state["log"], "hold_seat")
+    return {"done": ["hold_seat"]}
+
+
+async def charge_card(state: BookingState, config: RunnableConfig) -> dict[str, list[str]]:
+    """Charge the card (a stand-in). On its first ``cut_off`` starts, the worker running it goes away."""
+    starts = await asyncio.to_thread(worker_faults.note_start, state["log"], "charge_card")
+    if starts <= state.get("cut_off", 0):
+        await worker_faults.lose_this_worker(config)
+    return {"done": ["charge_card"]}
+
+
+def build_retried_graph(checkpointer: BaseCheckpointSaver | None = None) -> CompiledStateGraph:
+    """START -> hold_seat -> charge_card -> END."""
+    builder = StateGraph(BookingState)
+    builder.add_node("hold_seat", hold_seat)
+    builder.add_node("charge_card", charge_card)
+    builder.add_edge(START, "hold_seat")
+    builder.add_edge("hold_seat", "charge_card")
+    builder.add_edge("charge_card", END)
+    return builder.compile(checkpointer=checkpointer)
+
+
+retried_graph = build_retried_graph()

@@ -4,11 +4,13 @@ PostgresSaver and InMemorySaver share the saver interface and the runtime's sema
 from __future__ import annotations
 
 import datetime as dt
+import decimal
+import uuid
 
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from ..serializer_safety import Cabin, FareQuote, SeatHold, watch_serde
+from ..serializer_safety import Cabin, FareQuote, watch_serde
 from ..state_growth import build_trimming_chat_graph
 from ..travel_graphs import build_chat_graph, say
 from .protocol import Fail, call_answer, exercise, expect_keys, expect_type
@@ -86,9 +88,9 @@ def check_threads_to_delete(threads_to_delete: object) -> str:
 
 # -- 12.2 ------------------------------------------------------------------------------
 
-SAMPLE_STATE = {"quote": FareQuote("PEK-SFO", 540, Cabin.BUSINESS), "holds": [SeatHold("12A"), SeatHold("12B")],
-                "departure": dt.datetime(2026, 5, 1, 9, 30)}
-SAMPLE_TYPES = {(t.__module__, t.__name__) for t in (FareQuote, Cabin, SeatHold, dt.datetime)}
+SAMPLE_STATE = {"quote": FareQuote("PEK-SFO", 540, Cabin.BUSINESS), "departure": dt.datetime(2026, 5, 1, 9, 30),
+                "price": decimal.Decimal("540.00"), "booking_id": uuid.UUID("3f1c1a52-5d55-4f49-9d0e-6c1d2b7a9e41")}
+SAMPLE_TYPES = {(t.__module__, t.__name__) for t in (FareQuote, Cabin, dt.datetime, decimal.Decimal, uuid.UUID)}
 
 
 def _blocked_without_allowlist() -> set[tuple[str, ...]]:
@@ -136,7 +138,7 @@ def check_allowed_modules(allowed: object) -> str:
     extra = sorted(".".join(k) for k in keys - needed)
     if extra:
         raise Fail(f"{', '.join(extra)} is not in this state: an allowlist should name only what you store")
-    return "FareQuote, Cabin and SeatHold allowed; datetime was already safe; nothing else may be rebuilt"
+    return "FareQuote and Cabin allowed; datetime, Decimal and UUID were already safe; nothing else may be rebuilt"
 
 
 # -- 12.3 ------------------------------------------------------------------------------

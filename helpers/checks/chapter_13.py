@@ -2,7 +2,8 @@
 
 13.1's expected outcomes were observed on the pinned langgraph-api / in-memory runtime;
 ``tests/helpers/test_multitask.py`` re-checks them against a real server, so a version bump
-that changes the behaviour fails a test instead of silently grading wrong.
+that changes the behaviour fails a test instead of silently grading wrong. 13.2 hands the
+learner's function the config a node gets on that server (see ``_server_config``).
 """
 
 from __future__ import annotations
@@ -10,10 +11,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.types import Command
-
-from ..approval_workflow import build_approval_workflow
 from .protocol import Fail, call_answer, exercise, expect_type
 
 STRATEGIES = ("reject", "enqueue", "interrupt", "rollback")
@@ -63,59 +60,61 @@ def check_three_run_prediction(survives: object, runs_left: object) -> str:
 
 # -- 13.2 ------------------------------------------------------------------------------
 
-RUN_KWARGS = {"input", "command", "config", "context", "metadata", "multitask_strategy", "stream_mode",
-              "interrupt_before", "interrupt_after", "checkpoint", "checkpoint_id", "durability", "webhook",
-              "on_disconnect", "on_completion", "if_not_exists", "after_seconds", "raise_error", "headers", "params"}
+# The config a node gets on the in-memory Agent Server, reduced to what a key could be built
+# from (langgraph_runtime_inmem/ops.py Runs.put writes run_id, thread_id, graph_id and
+# assistant_id into configurable; langgraph_api/models/run.py the request id;
+# langgraph_api/stream.py metadata["run_attempt"]). A retry by the server is the same run
+# record handed out again: the same configurable, a higher run_attempt. A request sent twice
+# is two runs (the default multitask strategy is enqueue): new run_id, new request id.
+THREAD = "01a2335d-9296-7396-9a43-67e70d366129"
+ASSISTANT = "b980baeb-4069-5e45-9bfb-28efb4e8e880"
+PAY = "3f1c1a52-5d55-4f49-9d0e-6c1d2b7a9e41"       # the command ID the browser made for "Pay"
+PAY_AGAIN = "9a7e0c3b-1f4d-4c2e-8b6a-2d5f7e9c1a30"  # a second, genuine payment on the same thread
 
 
-def _apply_locally(kwargs: dict[str, Any]) -> dict[str, Any]:
-    """Pause chapter 07's approval workflow locally, then continue it as the server would with ``kwargs``."""
-    graph = build_approval_workflow(InMemorySaver())
-    config = {"configurable": {"thread_id": "check-12-2"}}
-    graph.invoke({"request": "PEK-SFO, 1 May, economy"}, config)
-    if "command" in kwargs:
-        return graph.invoke(Command(**kwargs["command"]), config)
-    return graph.invoke(kwargs.get("input"), config)
+def _server_config(run_id: str, request_id: str, attempt: int) -> dict[str, Any]:
+    configurable = {"thread_id": THREAD, "run_id": run_id, "graph_id": "payments", "assistant_id": ASSISTANT,
+                    "user_id": "alice", "langgraph_request_id": request_id}
+    return {"configurable": configurable,
+            "metadata": {**configurable, "run_attempt": attempt, "langgraph_api_version": "0.16.7"}}
+
+
+def _state(command_id: str) -> dict[str, Any]:
+    return {"command_id": command_id, "amount": 540, "currency": "EUR"}
+
+
+KEY_CASES = {  # name -> (state, config) of one start of charge_card
+    "attempt 1": (_state(PAY), _server_config("01a2335d-a256-70db-a96b-d08b8209d0c0", "req-1", 1)),
+    "the server's retry": (_state(PAY), _server_config("01a2335d-a256-70db-a96b-d08b8209d0c0", "req-1", 2)),
+    "the double-click": (_state(PAY), _server_config("01a2335d-a699-7086-bcb9-2659fea210e1", "req-2", 1)),
+    "a new payment": (_state(PAY_AGAIN), _server_config("01a2335d-ab54-7351-8a0c-84620702ccc1", "req-3", 1)),
+}
 
 
 @exercise("13.2")
-def check_resume_kwargs(resume_kwargs: object) -> str:
-    for approved in (True, False):
-        kwargs = call_answer(resume_kwargs, approved, what="resume_kwargs(approved)")
-        expect_type(kwargs, dict, "keyword arguments for client.runs.wait")
-        unknown = sorted(set(kwargs) - RUN_KWARGS)
-        if unknown:
-            raise Fail(f"client.runs.wait has no parameter {unknown[0]!r}; the resume value goes in "
-                       "command={'resume': ...}")
-        if isinstance(kwargs.get("input"), dict) and "command" in kwargs["input"]:
-            raise Fail("that is the article's request: the server reads a command inside input as new input and "
-                       "restarts the workflow; pass command={...} as its own argument")
-        if "command" not in kwargs:
-            raise Fail("nothing resumes the paused node: pass command={'resume': <decision>}")
-        command = kwargs["command"]
-        if isinstance(command, Command):
-            raise Fail("over HTTP the command is JSON: a dict such as {'resume': 'yes'}, "
-                       "not a langgraph Command object")
-        expect_type(command, dict, "the command, e.g. {'resume': 'yes'}")
-        if "resume" not in command:
-            raise Fail(f"the command has keys {sorted(command)}; the value for interrupt() goes under 'resume'")
-        if "input" in kwargs and kwargs["input"] is not None:
-            raise Fail("send the command alone: an input next to it would be applied as new state")
-        try:
-            json.dumps(kwargs)
-        except (TypeError, ValueError):
-            raise Fail("the kwargs must be JSON-serializable: they travel over HTTP") from None
-        final = _apply_locally(kwargs)
-        if "__interrupt__" in final:
-            raise Fail("the workflow is still paused after your request")
-        if final.get("approved") is not approved:
-            sent = command["resume"]
-            if approved:
-                raise Fail(f"with approved=True the workflow recorded approved=False: you resumed with {sent!r:.40}, "
-                           "but chapter 07's approve node approves only the string 'yes': resume with 'yes'")
-            raise Fail(f"with approved=False the workflow recorded approved=True: you resumed with {sent!r:.40}; "
-                       "to reject, resume with anything but 'yes', e.g. 'no'")
-    return "command={'resume': ...} continues the paused node, for both decisions"
+def check_charge_key(charge_key: object) -> str:
+    keys = {}
+    for name, (state, config) in KEY_CASES.items():
+        key = call_answer(charge_key, dict(state), json.loads(json.dumps(config)), what="charge_key(state, config)")
+        expect_type(key, str, "the idempotency key")
+        keys[name] = key
+    if keys["the server's retry"] != keys["attempt 1"]:
+        raise Fail("the server's retry of the run (attempt 2) got a new key, so the card would be charged again "
+                   "by the same run: metadata['run_attempt'] counts attempts; build the key from something a retry "
+                   "keeps")
+    if keys["the double-click"] != keys["attempt 1"]:
+        raise Fail("the traveller pressed Pay twice: the browser sent the same request again, and with the default "
+                   "multitask strategy (enqueue) the server made a second run, with a new run_id and a new request "
+                   "id. The key changed, so the card would be charged twice: build it from what the client sends "
+                   "again, the command ID in the input")
+    if keys["a new payment"] == keys["attempt 1"]:
+        raise Fail("a new payment on the same thread (another command_id) got the first payment's key, so the "
+                   "provider would answer it with the first charge: the thread is the conversation, not the payment")
+    if keys["attempt 1"] == KEY_CASES["attempt 1"][0]["command_id"]:
+        raise Fail("the key is the command ID itself, and the command's other effects (the hotel booking) are keyed "
+                   "from it too: combine it with the effect's name, e.g. with uuid.uuid5")
+    return ("one key per command and effect: the same across the server's retry and a double-click, "
+            "new for a new payment")
 
 
 # -- 13.3 ------------------------------------------------------------------------------

@@ -1,6 +1,17 @@
-"""Wrong answers for chapter 12's exercises must fail with a hint (same shape as chapter 00)."""
+"""Wrong answers for chapter 12's exercises must fail with a hint; right ones must pass.
+
+Same shape as tests/checks/test_checks_chapter_00.py: ``WRONG_ANSWERS`` maps an exercise id to
+``(args, hint)`` cases, where ``args`` is the tuple passed to the check and ``hint`` a
+substring the failure message must contain. ``COPY_ATTACKS`` maps an exercise id to
+``(args, what was pasted)``: the answer a learner gets by pasting the nearest visible cell,
+or by reading a visible table, into the exercise cell. None of them may pass.
+"""
 
 import datetime as dt
+import decimal
+import uuid
+
+import pytest
 
 from helpers.checks import PASSED, evaluate
 from helpers.serializer_safety import Cabin, FareQuote, SeatHold
@@ -61,9 +72,11 @@ WRONG_ANSWERS = {
         ((raises,), "raised TypeError"),
     ],
     "12.2": [
-        (([FareQuote, SeatHold],), "nested types must be listed too"),
-        (([FareQuote, Cabin],), "still blocked: helpers.serializer_safety.SeatHold"),
-        (([FareQuote, Cabin, SeatHold, dt.datetime],), "built-in safe list"),
+        (([FareQuote],), "nested types must be listed too"),
+        (([Cabin],), "still blocked: helpers.serializer_safety.FareQuote"),
+        (([FareQuote, Cabin, dt.datetime],), "built-in safe list"),
+        (([FareQuote, Cabin, decimal.Decimal, uuid.UUID],), "built-in safe list"),
+        (([FareQuote, Cabin, SeatHold],), "not in this state"),
         ((True,), "permissive default"),
         ((None,), "None means strict"),
         ((["helpers.serializer_safety"],), "a whole module cannot be allowed"),
@@ -97,6 +110,38 @@ def test_right_answers_pass():
         return set(out)
 
     assert evaluate("12.1", rule).status == PASSED
-    assert evaluate("12.2", [("helpers.serializer_safety", "FareQuote"), Cabin, SeatHold]).status == PASSED
+    assert evaluate("12.2", [("helpers.serializer_safety", "FareQuote"), Cabin]).status == PASSED
     assert evaluate("12.3", {"checkpoints after 5 turns": 15, "messages after 5 turns": 4,
                              "checkpoints at the end": 3, "messages at the end": 2}).status == PASSED
+
+
+COPY_ATTACKS = {
+    "12.1": [
+        ((naive_rule,), "the first retention rule of 'Retention by metadata', as a function"),
+        ((lambda saver, today, keep_days: sorted(
+            {c.config["configurable"]["thread_id"] for c in saver.list(None, filter={"status": "finished"})}),),
+         "the 'finished:' listing of that section's first cell"),
+    ],
+    "12.2": [
+        (([FareQuote, Cabin, SeatHold],), "the allowlist cell of 'The unregistered type warning'"),
+        (([FareQuote, Cabin, SeatHold, dt.datetime, decimal.Decimal, uuid.UUID],),
+         "that allowlist plus every type the prompt names"),
+    ],
+    "12.3": [
+        (({"checkpoints after 5 turns": 12, "messages after 5 turns": 4,
+           "checkpoints at the end": 12, "messages at the end": 4},), "the growth-trim row of the state-growth table"),
+        (({"checkpoints after 5 turns": 12, "messages after 5 turns": 4,
+           "checkpoints at the end": 3, "messages at the end": 2},),
+         "that row, then 'after: ' of the delete_thread cell for the end"),
+    ],
+}
+
+
+@pytest.mark.parametrize("exercise_id,args,pasted",
+                         [(e, args, what) for e, attacks in COPY_ATTACKS.items() for args, what in attacks])
+def test_pasting_the_nearest_visible_cell_does_not_pass(exercise_id, args, pasted):
+    assert evaluate(exercise_id, *args).status != PASSED, pasted
+
+
+def test_every_exercise_has_a_copy_attack():
+    assert set(COPY_ATTACKS) == set(WRONG_ANSWERS)

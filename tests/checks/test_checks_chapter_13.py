@@ -1,6 +1,15 @@
-"""Wrong answers for chapter 13's exercises must fail with a hint (same shape as chapter 00)."""
+"""Wrong answers for chapter 13's exercises must fail with a hint; right ones must pass.
 
-from langgraph.types import Command
+Same shape as tests/checks/test_checks_chapter_00.py: ``WRONG_ANSWERS`` maps an exercise id to
+``(args, hint)`` cases, where ``args`` is the tuple passed to the check and ``hint`` a
+substring the failure message must contain. ``COPY_ATTACKS`` maps an exercise id to
+``(args, what was pasted)``: the answer a learner gets by pasting the nearest visible cell,
+or by reading a visible table, into the exercise cell. None of them may pass.
+"""
+
+import uuid
+
+import pytest
 
 from helpers.checks import PASSED, evaluate
 
@@ -16,36 +25,32 @@ def runs(**changes):
     return {**RIGHT_RUNS, **changes}
 
 
-def seed_body(approved):
-    return {"input": {"command": {"resume": "yes" if approved else "no"}}}
+def run_key(state, config):
+    return config["configurable"]["run_id"]
 
 
-def always_yes(approved):
-    return {"command": {"resume": "yes"}}
+def attempt_key(state, config):
+    return f"{state['command_id']}/{config['metadata']['run_attempt']}"
 
 
-def bare_resume(approved):
-    return {"resume": approved}
+def request_key(state, config):
+    return config["configurable"]["langgraph_request_id"]
 
 
-def command_object(approved):
-    return {"command": Command(resume=approved)}
+def thread_key(state, config):
+    return str(uuid.uuid5(uuid.UUID(config["configurable"]["thread_id"]), "charge_card"))
 
 
-def bool_resume(approved):
-    return {"command": {"resume": approved}}
+def bare_command(state, config):
+    return state["command_id"]
 
 
-def approve_words(approved):
-    return {"command": {"resume": "approve" if approved else "reject"}}
+def returns_uuid(state, config):
+    return uuid.uuid5(uuid.UUID(state["command_id"]), "charge_card")
 
 
-def wrong_key(approved):
-    return {"command": {"answer": approved}}
-
-
-def new_input(approved):
-    return {"input": {"approved": approved}}
+def top_level_run_id(state, config):
+    return config["run_id"]
 
 
 def trusts_request(tenant, request):
@@ -102,14 +107,13 @@ WRONG_ANSWERS = {
         ((survives(reject="A"), RIGHT_RUNS), "should be a list"),
     ],
     "13.2": [
-        ((seed_body,), "article's request"),
-        ((always_yes,), "to reject, resume with anything but 'yes'"),
-        ((bare_resume,), "no parameter 'resume'"),
-        ((command_object,), "not a langgraph Command object"),
-        ((bool_resume,), "approves only the string 'yes'"),
-        ((approve_words,), "approves only the string 'yes'"),
-        ((wrong_key,), "goes under 'resume'"),
-        ((new_input,), "nothing resumes the paused node"),
+        ((run_key,), "with a new run_id"),
+        ((attempt_key,), "run_attempt"),
+        ((request_key,), "new request id"),
+        ((thread_key,), "the thread is the conversation"),
+        ((bare_command,), "the command ID itself"),
+        ((returns_uuid,), "expected a str"),
+        ((top_level_run_id,), "raised KeyError"),
     ],
     "13.3": [
         ((trusts_request,), "copy only 'trip' and 'kind'"),
@@ -125,9 +129,9 @@ WRONG_ANSWERS = {
 
 def test_right_answers_pass():
     assert evaluate("13.1", RIGHT_SURVIVES, RIGHT_RUNS).status == PASSED
-    assert evaluate("13.2", lambda approved: {"command": {"resume": "yes" if approved else "no"}}).status == PASSED
-    # Only "yes" approves (chapter 07's approve node): any other rejection value is right too.
-    assert evaluate("13.2", lambda approved: {"command": {"resume": "yes" if approved else False}}).status == PASSED
+    assert evaluate("13.2", lambda state, config: str(uuid.uuid5(uuid.UUID(state["command_id"]), "charge_card"))
+                    ).status == PASSED
+    assert evaluate("13.2", lambda state, config: f"{state['command_id']}:charge_card").status == PASSED
 
     def safe(tenant, request):
         meta = {k: request[k] for k in ("trip", "kind") if k in request}
@@ -137,3 +141,37 @@ def test_right_answers_pass():
         return out
 
     assert evaluate("13.3", safe).status == PASSED
+
+
+COPY_ATTACKS = {
+    "13.1": [
+        (({"reject": ["A"], "enqueue": ["A", "B"], "interrupt": ["B"], "rollback": ["B"]},
+          {"reject": 1, "enqueue": 2, "interrupt": 2, "rollback": 1}),
+         "the two-run table of 'Predict, then run: two runs on one busy thread', read with B as the second run"),
+        (({"reject": ["A"], "enqueue": ["A", "B", "C"], "interrupt": ["B", "C"], "rollback": ["B", "C"]},
+          {"reject": 1, "enqueue": 3, "interrupt": 3, "rollback": 2}),
+         "that table extended run by run: each newcomer stops only the run before it"),
+    ],
+    "13.2": [
+        ((run_key,), "the retry cell: the retried run kept its run_id, so the run_id looks like the key"),
+        ((lambda state, config: f"{config['configurable']['thread_id']}/charge_card",),
+         "the payment thread of that cell: one thread per payment conversation"),
+    ],
+    "13.3": [
+        ((lambda tenant_id, request: {"metadata": dict(request), "limit": 100},),
+         "the search cell of 'Find threads by metadata': the request as the metadata filter, limit=100"),
+        ((lambda tenant_id, request: {"metadata": {k: v for k, v in request.items() if k != "status"},
+                                       "status": request.get("status"), "limit": 100},),
+         "that cell's last row: metadata plus status, limit=100"),
+    ],
+}
+
+
+@pytest.mark.parametrize("exercise_id,args,pasted",
+                         [(e, args, what) for e, attacks in COPY_ATTACKS.items() for args, what in attacks])
+def test_pasting_the_nearest_visible_cell_does_not_pass(exercise_id, args, pasted):
+    assert evaluate(exercise_id, *args).status != PASSED, pasted
+
+
+def test_every_exercise_has_a_copy_attack():
+    assert set(COPY_ATTACKS) == set(WRONG_ANSWERS)

@@ -1,11 +1,13 @@
-"""The gated graph waits for its gate file, and only for it (helpers.appendix_graphs)."""
+"""The gated graph waits for its gate file, and only for it; the retried graph's harness
+(helpers.appendix_graphs, helpers.worker_faults). tests/helpers/test_multitask.py runs the
+retried graph on a real server."""
 
 import asyncio
 
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
-from helpers import appendix_graphs
+from helpers import appendix_graphs, worker_faults
 from helpers.appendix_graphs import build_gated_graph, gate_is_open, open_gate
 
 
@@ -57,3 +59,29 @@ def test_a_gate_nobody_opens_times_out(tmp_path, monkeypatch):
 
 def test_the_served_graph_has_no_checkpointer():
     assert appendix_graphs.gated_graph.checkpointer is None
+
+
+def test_note_start_counts_each_node_and_node_starts_reads_them_back(tmp_path):
+    log = tmp_path / "starts.log"
+    assert worker_faults.node_starts(log) == {}
+    assert [worker_faults.note_start(log, n) for n in ("b", "a", "b")] == [1, 1, 2]
+    assert worker_faults.node_starts(log) == {"a": 1, "b": 2}
+
+
+def test_lose_this_worker_cancels_the_task_named_after_the_run():
+    async def scenario():
+        config = {"configurable": {"run_id": "r-1"}}
+        worker = asyncio.create_task(worker_faults.lose_this_worker(config), name="run-r-1-attempt-1")
+        with pytest.raises(asyncio.CancelledError):
+            await worker
+        with pytest.raises(LookupError, match="not on an in-memory Agent Server"):
+            await worker_faults.lose_this_worker({"configurable": {"run_id": "other"}})
+
+    asyncio.run(scenario())
+
+
+def test_the_retried_graph_runs_through_when_no_worker_is_lost(tmp_path):
+    log = tmp_path / "starts.log"
+    out = asyncio.run(appendix_graphs.build_retried_graph().ainvoke({"log": str(log), "cut_off": 0}))
+    assert out["done"] == ["hold_seat", "charge_card"]
+    assert worker_faults.node_starts(log) == {"charge_card": 1, "hold_seat": 1}

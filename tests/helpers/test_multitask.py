@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 from langgraph_sdk import get_sync_client
 
-from helpers.appendix_graphs import GATED_GRAPH_SPEC, open_gate
+from helpers.appendix_graphs import GATED_GRAPH_SPEC, RETRIED_GRAPH_SPEC, open_gate
 from helpers.checks.chapter_13 import EXPECTED_RUNS_LEFT, EXPECTED_SURVIVES
 from helpers.multitask import (
     DELETED,
@@ -21,11 +21,12 @@ from helpers.multitask import (
     wait_until_running,
 )
 from helpers.servers import agent_server, leftover_server_processes
+from helpers.worker_faults import node_starts
 
 
 @pytest.fixture(scope="module")
 def client() -> Iterator[object]:
-    with agent_server({"gated": GATED_GRAPH_SPEC}) as server:
+    with agent_server({"gated": GATED_GRAPH_SPEC, "retried": RETRIED_GRAPH_SPEC}) as server:
         yield get_sync_client(url=server.url)
     assert leftover_server_processes() == []
 
@@ -60,12 +61,12 @@ def test_run_status_of_a_refused_run_needs_no_server():
 
 # Pipelined (the next experiment queues while the current one holds the server's single
 # worker): the same rows as one by one, in about half the time.
-def test_two_runs_per_strategy_give_chapter_12s_table(client, tmp_path):
+def test_two_runs_per_strategy_give_chapter_13s_table(client, tmp_path):
     rows = busy_thread_experiments(client, STRATEGIES, tmp_path)
     assert rows == [{"strategy": s, **EXPECTED_TWO_RUNS[s]} for s in STRATEGIES]
 
 
-def test_three_runs_match_what_exercise_12_1_expects(client, tmp_path):
+def test_three_runs_match_what_exercise_13_1_expects(client, tmp_path):
     rows = busy_thread_experiments(client, STRATEGIES, tmp_path, labels=("A", "B", "C"))
     for row in rows:
         assert list(row["survived"]) == EXPECTED_SURVIVES[row["strategy"]], row
@@ -75,3 +76,19 @@ def test_three_runs_match_what_exercise_12_1_expects(client, tmp_path):
 def test_one_experiment_alone_gives_the_same_row_as_pipelined(client, tmp_path):
     row = busy_thread_experiment(client, "interrupt", tmp_path)
     assert row == {"strategy": "interrupt", **EXPECTED_TWO_RUNS["interrupt"]}
+
+
+# Chapter 13's worker that goes away, and exercise 13.2's model of a retry: the same run is
+# handed out again (attempt 2), keeps its run_id, and resumes after the node that finished.
+def test_a_run_whose_worker_goes_away_once_is_retried_as_the_same_run(client, tmp_path):
+    thread_id = client.threads.create()["thread_id"]
+    log = tmp_path / "starts.log"
+    parts = list(client.runs.stream(thread_id, "retried", input={"log": str(log), "cut_off": 1},
+                                    stream_mode="updates"))
+    metadata = [part.data for part in parts if part.event == "metadata"]
+    assert [m["attempt"] for m in metadata] == [1, 2]
+    assert metadata[0]["run_id"] == metadata[1]["run_id"]
+    assert [run["status"] for run in client.runs.list(thread_id)] == ["success"]
+    assert node_starts(log) == {"charge_card": 2, "hold_seat": 1}
+    attempts = [h["metadata"]["run_attempt"] for h in reversed(client.threads.get_history(thread_id))]
+    assert attempts == [1, 1, 1, 2]
