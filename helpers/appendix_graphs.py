@@ -28,12 +28,16 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
+# shown in solutions/13_agent_server.ipynb
 GATE_FILE = "open"
+# shown in solutions/13_agent_server.ipynb
 POLL_SECONDS = 0.01  # how often the waiting node looks for the gate file
+# shown in solutions/13_agent_server.ipynb
 MAX_WAIT_SECONDS = 60.0  # a gate nobody opens must not block a server worker forever
 GATED_GRAPH_SPEC = "helpers.appendix_graphs:gated_graph"
 
 
+# shown in solutions/13_agent_server.ipynb
 class GatedState(TypedDict, total=False):
     """``gate``: the directory to watch; ``label``: names the run; ``done``: one line per finished run."""
 
@@ -47,11 +51,13 @@ def open_gate(gate: str | Path) -> None:
     (Path(gate) / GATE_FILE).touch()
 
 
+# shown in solutions/13_agent_server.ipynb
 def gate_is_open(gate: str | Path) -> bool:
     """Has someone opened ``gate`` (a directory)?"""
     return (Path(gate) / GATE_FILE).exists()
 
 
+# shown in solutions/13_agent_server.ipynb
 async def wait_at_gate(state: GatedState) -> dict[str, list[str]]:
     """Wait until the gate is open (at most MAX_WAIT_SECONDS), then record this run."""
     deadline = time.monotonic() + MAX_WAIT_SECONDS
@@ -62,6 +68,7 @@ async def wait_at_gate(state: GatedState) -> dict[str, list[str]]:
     return {"done": [f"{state.get('label', 'run')} finished"]}
 
 
+# shown in solutions/13_agent_server.ipynb
 def build_gated_graph(checkpointer: BaseCheckpointSaver | None = None) -> CompiledStateGraph:
     """START -> wait_at_gate -> END."""
     builder = StateGraph(GatedState)

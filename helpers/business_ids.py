@@ -130,17 +130,17 @@ def pii_footprint(path: str | Path, needle: str) -> list[dict[str, Any]]:
 
 
 # ----------------------------------------------------------------------------- runtime ids
-# saved as helpers.business_ids.TransientError
+# shown in solutions/10_business_ids.ipynb
 class TransientError(RuntimeError):
     """The airline API timed out (a stand-in failure)."""
 
 
-# saved as helpers.business_ids.HoldState
+# shown in solutions/10_business_ids.ipynb
 class HoldState(TypedDict):
     holds: Annotated[list[str], operator.add]
 
 
-# saved as helpers.business_ids.build_hold_graph
+# shown in solutions/10_business_ids.ipynb
 def build_hold_graph(checkpointer: BaseCheckpointSaver | None, key_fn: Callable[[Any, str, ExecutionInfo], Any],
                      log: list[dict[str, Any]], *,
                      fail: dict[str, int] | None = None, retry: bool = True,

@@ -48,6 +48,7 @@ from .counting_saver import CountingSaver
 # -- shown in the chapter ---------------------------------------------------------------
 
 
+# shown in solutions/06_pending_writes.ipynb
 class LookupState(TypedDict, total=False):
     """The route asked for and what the lookups found (bags and price: exercise 06.1)."""
 
@@ -58,6 +59,7 @@ class LookupState(TypedDict, total=False):
     price: str
 
 
+# shown in solutions/06_pending_writes.ipynb
 def build_lookup_graph(checkpointer: BaseCheckpointSaver | None, find_seat: Callable[[str], str],
                        quote_fare: Callable[[str], int]) -> CompiledStateGraph:
     """START fans out to lookup_seat and lookup_fare: two tasks in one super-step."""
@@ -78,6 +80,7 @@ def build_lookup_graph(checkpointer: BaseCheckpointSaver | None, find_seat: Call
     return builder.compile(checkpointer=checkpointer)
 
 
+# shown in solutions/06_pending_writes.ipynb
 class BookState(TypedDict, total=False):
     """A booking command: its business ID (the command ID), the seat to book, the airline's confirmation code."""
 
@@ -86,6 +89,7 @@ class BookState(TypedDict, total=False):
     confirmation: str
 
 
+# shown in solutions/06_pending_writes.ipynb
 def build_booking_graph(checkpointer: BaseCheckpointSaver | None, book: Callable[[str, str | None], str],
                         idempotency_key: Callable[[BookState, ExecutionInfo], str] | None = None,
                         retry_policy: RetryPolicy | None = None) -> CompiledStateGraph:

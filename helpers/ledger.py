@@ -144,7 +144,7 @@ CRASH_POINTS = ("before_commit", "after_commit", "after_claim", "after_deliver",
 SCHEMA_VERSION = 4  # 1: no version stored; 2: a separate outbox; 3: queued by submit; 4: by a claim
 MIN_SQLITE = (3, 24, 0)  # INSERT ... ON CONFLICT DO NOTHING (upsert)
 
-# saved as helpers.ledger.SCHEMA
+# shown in solutions/11_command_ledger.ipynb
 SCHEMA = """
 CREATE TABLE conversations (
     tenant_id       TEXT NOT NULL,
@@ -200,7 +200,7 @@ COMMAND_COLUMNS = ("seq, tenant_id, command_id, conversation_id, thread_id, run_
                    "status, result, error, created_at")
 
 
-# saved as helpers.ledger.submit_command
+# shown in solutions/11_command_ledger.ipynb
 def submit_command(conn: sqlite3.Connection, tenant_id: str, command_id: str, conversation_id: str, thread_id: str,
                    payload: str, fingerprint: str, run_id: str, created_at: str) -> tuple[tuple | None, bool]:
     """Accept a command at most once; return (the stored command row, created).

@@ -69,7 +69,7 @@ class Response:
     error: str | None = None  # why a dead command gave up
 
 
-# saved as helpers.ledger_service.build_counting_chat_graph
+# shown in solutions/10_business_ids.ipynb
 def build_counting_chat_graph(checkpointer: BaseCheckpointSaver | None, calls: Counter,
                               model_call: Callable[[], None] | None = None) -> CompiledStateGraph:
     """START -> reply -> END; reply is the stand-in model and counts its calls in calls["reply"].

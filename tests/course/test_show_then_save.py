@@ -47,3 +47,79 @@ def test_the_rules_catch_a_drifted_copy(tmp_path):
 def test_names_are_read_as_tokens_not_text():
     assert "say" in sts.names_used("print(say(graph, 't', 'x'))")
     assert "say" not in sts.names_used("print('where did I say it?')  # say")
+
+
+def test_sync_on_the_synced_tree_changes_nothing():
+    changed = sts.sync(write=False)
+    assert not changed, (f"{[str(p) for p in changed]} differ from the chapter cells that show them (the "
+                         "chapter is the source): run python -m course.show_then_save --sync and commit")
+
+
+def test_sync_writes_the_cell_into_a_package_module_and_keeps_the_rest(tmp_path):
+    ledger = tmp_path / "helpers" / "ledger"
+    ledger.mkdir(parents=True)
+    (ledger / "__init__.py").write_text('"""The ledger."""\n\nSCHEMA = "old"\n\nfrom .acceptance import accept\n')
+    acceptance = ledger / "acceptance.py"
+    acceptance.write_text(textwrap.dedent('''\
+        """Acceptance."""
+
+        import functools
+
+
+        def before():
+            return 1
+
+
+        # saved as helpers.ledger.acceptance.accept (a hand-written marker, replaced)
+        @functools.cache
+        def accept(x):
+            return x
+
+
+        def after():
+            return accept(2)
+    '''))
+    cell = ("%%time\n# saved as helpers.ledger.acceptance.accept\n# saved as helpers.ledger.SCHEMA\n"
+            "SCHEMA = 'new'\n\n@functools.cache\ndef accept(x):\n    # the chapter's comment\n    return x + 1\n"
+            "\nprint(accept(1))\n")
+    saved = [sts.Saved("11_command_ledger", 4, target, cell)
+             for target in sts.SAVED_AS.findall(cell)]
+    assert [s.module for s in saved] == ["helpers.ledger.acceptance", "helpers.ledger"]
+    assert sts.module_path("helpers.ledger", tmp_path) == ledger / "__init__.py"
+
+    assert sorted(sts.sync(saved, tmp_path)) == [ledger / "__init__.py", acceptance]
+    assert acceptance.read_text() == textwrap.dedent('''\
+        """Acceptance."""
+
+        import functools
+
+
+        def before():
+            return 1
+
+
+        # shown in solutions/11_command_ledger.ipynb
+        @functools.cache
+        def accept(x):
+            # the chapter's comment
+            return x + 1
+
+
+        def after():
+            return accept(2)
+    ''')
+    assert (ledger / "__init__.py").read_text() == (
+        '"""The ledger."""\n\n# shown in solutions/11_command_ledger.ipynb\nSCHEMA = \'new\'\n\n'
+        'from .acceptance import accept\n')
+    assert all(sts.mismatch(s, tmp_path) is None for s in saved)
+    assert sts.sync(saved, tmp_path) == []  # a second run changes nothing
+
+
+def test_sync_appends_a_definition_the_module_lacks(tmp_path):
+    (tmp_path / "helpers").mkdir()
+    module = tmp_path / "helpers" / "graphs.py"
+    module.write_text("import os\n")
+    saved = [sts.Saved("01_threads", 2, "helpers.graphs.LIMIT", "# saved as helpers.graphs.LIMIT\nLIMIT = 3\n")]
+    assert sts.sync(saved, tmp_path) == [module]
+    assert module.read_text() == "import os\n\n\n# shown in solutions/01_threads.ipynb\nLIMIT = 3\n"
+    assert sts.sync(saved, tmp_path) == []
