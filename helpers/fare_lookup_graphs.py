@@ -44,6 +44,7 @@ from langgraph.runtime import ExecutionInfo, Runtime
 from langgraph.types import Durability, RetryPolicy, StateSnapshot
 
 from .counting_saver import CountingSaver
+from .processes import CRASH_EXIT_CODE
 
 # -- shown in the chapter ---------------------------------------------------------------
 
@@ -120,7 +121,6 @@ ERRORS = {
     "find_bags": "baggage service timed out",
 }
 GATE_TIMEOUT = 20.0  # seconds; only reached if the ordering logic is broken
-CRASH_EXIT_CODE = 17
 
 
 class FlakyDesk:
@@ -131,7 +131,7 @@ class FlakyDesk:
     may fail. ``services`` are the services the graph calls in one super-step: a failing
     call waits until every other one that succeeds in this round has handed its write over
     (``saved[channel]``), then raises ``TimeoutError``, or, with ``crash=True``, ends the
-    process with ``os._exit(17)``. ``calls`` counts calls per service.
+    process with ``os._exit(CRASH_EXIT_CODE)``. ``calls`` counts calls per service.
     """
 
     def __init__(self, failures: dict[str, int] | None = None,
@@ -276,7 +276,7 @@ class Airline:
 
     Failure injection, *after* the booking was made: on its first ``fail_after_booking``
     requests it raises ``ConnectionError`` (the confirmation got lost on the way back);
-    with ``crash_after_booking`` the first request ends this process with ``os._exit(17)``.
+    with ``crash_after_booking`` the first request ends this process with ``os._exit(CRASH_EXIT_CODE)``.
     """
 
     def __init__(self, path: str | Path | None = None, *, fail_after_booking: int = 0,
