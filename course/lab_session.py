@@ -33,9 +33,10 @@ from pathlib import Path
 import psutil
 
 from helpers.servers import RUN_ENV
-from helpers.servers.lifecycle import run_processes, start_watchdog
+from helpers.servers.lifecycle import start_watchdog
 
 from .layout import ROOT
+from .run_processes import run_processes
 
 HOST = "127.0.0.1"
 NOT_COPIED = {".venv", ".git", "__pycache__", "build", "drift-report", ".ipynb_checkpoints", ".hypothesis"}

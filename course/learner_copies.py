@@ -1,7 +1,9 @@
-"""Generate a learner copy of a solution notebook (fastbook/nbgrader style).
+"""Generate a learner copy of a solution notebook.
 
-Each region between ``### BEGIN SOLUTION`` and ``### END SOLUTION`` becomes a stub that
-runs without raising, so "Run All" still works for a learner:
+The ``### BEGIN SOLUTION`` / ``### END SOLUTION`` markers are nbgrader's; the ``...`` stub is
+otter-grader's (``otter assign`` replaces a solution with ``...``), where nbgrader's stub
+raises ``NotImplementedError``. Each region between the markers becomes a stub that runs
+without raising, so "Run All" still works for a learner:
 
 * ``answer = <expr>``           -> ``answer = ...``
 * ``def f(x): <body>``          -> ``def f(x):`` + docstring + ``return ...``

@@ -28,7 +28,13 @@ CHECK_CALL = re.compile(r"""\bcheck\(\s*["'](\d\d\.\d+)["']""")
 IGNORE_MARKER = "# nbval-ignore-output:"
 GENERATED = "generated"  # key in a cell's ``course`` metadata: the build writes this cell
 MINUTES = re.compile(r"\*\*Time:?\*\*:?\s*(\d+)\s*min", re.IGNORECASE)
-VOLATILE_CELL_METADATA = ("execution", "ExecuteTime", "collapsed", "scrolled", "jupyter")
+# Metadata by allow-list (nbdev's clean_nb): a stored notebook keeps only these keys, and
+# whatever an editor or a tool adds (execution timings, ExecuteTime, collapsed, scrolled,
+# jupyter.source_hidden, jupytext's lines_to_next_cell, widgets, vscode, colab...) goes.
+# ``course`` is the build's own namespace (course.role, .exercise, .generated, the learner
+# copy's .hidden_output and .folded_reveal; the chapter's metadata), kept whole.
+NOTEBOOK_METADATA = ("kernelspec", "language_info", "course")
+CELL_METADATA = ("tags", "course")
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 # What the course's kernel (course.stable_kernel) reports, stored as is: JupyterLab marks a
 # notebook modified when the kernel's language_info is not deep-equal to the stored one.
@@ -126,14 +132,21 @@ def coalesce_streams(outputs: list[Any]) -> list[Any]:
     return merged
 
 
+def _keep_only(metadata: Any, allowed: tuple[str, ...]) -> None:
+    for key in [k for k in metadata if k not in allowed]:
+        del metadata[key]
+
+
 def normalize(nb: Any) -> Any:
-    """Drop what differs between runs and machines: timings, widget state, kernel details."""
-    nb.metadata.pop("widgets", None)
+    """Drop what differs between runs and machines: timings, widget state, kernel details.
+
+    Notebook and cell metadata keep only :data:`NOTEBOOK_METADATA` and :data:`CELL_METADATA`.
+    """
+    _keep_only(nb.metadata, NOTEBOOK_METADATA)
     nb.metadata["kernelspec"] = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
     nb.metadata["language_info"] = {**LANGUAGE_INFO, "codemirror_mode": dict(LANGUAGE_INFO["codemirror_mode"])}
     for cell in nb.cells:
-        for key in VOLATILE_CELL_METADATA:
-            cell.metadata.pop(key, None)
+        _keep_only(cell.metadata, CELL_METADATA)
         if cell.cell_type == "code":
             outputs = []
             for out in coalesce_streams(cell.get("outputs", [])):

@@ -21,6 +21,8 @@ from pathlib import Path
 
 from helpers import servers
 
+from .run_processes import processes_of_run
+
 __all__ = ["PROCESS_GRACE", "PYTEST_OWN", "RUN_FOLDER_PREFIX", "OwnedRun"]
 
 RUN_FOLDER_PREFIX = "lgcourse-run-"
@@ -47,10 +49,10 @@ class OwnedRun:
         left = [f"temporary {'directory' if p.is_dir() else 'file'} {p.name}"
                 for p in sorted(self.folder.iterdir()) if not p.name.startswith(PYTEST_OWN)]
         deadline = time.monotonic() + grace
-        processes = servers.processes_of_run(self.run_id)
+        processes = processes_of_run(self.run_id)
         while processes and time.monotonic() < deadline:
             time.sleep(0.1)
-            processes = servers.processes_of_run(self.run_id)
+            processes = processes_of_run(self.run_id)
         return left + processes
 
     def close(self) -> None:

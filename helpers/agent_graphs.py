@@ -35,14 +35,17 @@ from helpers import approval_workflow, travel_graphs
 
 # Demo tokens. A real server verifies a signed token (a JWT from your identity provider)
 # in `authenticate` and reads the user and the tenant from its claims.
+# shown in solutions/13_agent_server.ipynb
 DEMO_TOKENS = {
     "token-alice": {"identity": "alice", "tenant": "acme"},
     "token-bob": {"identity": "bob", "tenant": "globex"},
 }
 
+# shown in solutions/13_agent_server.ipynb
 auth = Auth()
 
 
+# shown in solutions/13_agent_server.ipynb
 @auth.authenticate
 async def authenticate(authorization: str | None) -> Auth.types.MinimalUserDict:
     """Who is calling: the user behind the bearer token, with their tenant. No valid token: 401."""
@@ -53,12 +56,14 @@ async def authenticate(authorization: str | None) -> Auth.types.MinimalUserDict:
     return {"identity": user["identity"], "tenant": user["tenant"]}
 
 
+# shown in solutions/13_agent_server.ipynb
 @auth.on
 async def deny_by_default(ctx: Auth.types.AuthContext, value: dict) -> bool:
     """Every resource and action without a handler of its own below is refused (403)."""
     return False
 
 
+# shown in solutions/13_agent_server.ipynb
 @auth.on.assistants.read
 @auth.on.assistants.search
 async def read_assistants(ctx: Auth.types.AuthContext, value: dict) -> bool:
@@ -66,6 +71,7 @@ async def read_assistants(ctx: Auth.types.AuthContext, value: dict) -> bool:
     return True
 
 
+# shown in solutions/13_agent_server.ipynb
 @auth.on.threads
 async def own_tenant_only(ctx: Auth.types.AuthContext, value: dict) -> Auth.types.FilterType | bool:
     """Threads and their runs belong to a tenant: stamp it on create, filter by it on everything else."""

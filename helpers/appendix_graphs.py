@@ -39,13 +39,17 @@ from langgraph.graph.state import CompiledStateGraph
 
 from helpers import worker_faults
 
+# shown in solutions/13_agent_server.ipynb
 GATE_FILE = "open"
+# shown in solutions/13_agent_server.ipynb
 POLL_SECONDS = 0.01  # how often the waiting node looks for the gate file
+# shown in solutions/13_agent_server.ipynb
 MAX_WAIT_SECONDS = 60.0  # a gate nobody opens must not block a server worker forever
 GATED_GRAPH_SPEC = "helpers.appendix_graphs:gated_graph"
 RETRIED_GRAPH_SPEC = "helpers.appendix_graphs:retried_graph"
 
 
+# shown in solutions/13_agent_server.ipynb
 class GatedState(TypedDict, total=False):
     """``gate``: the directory to watch; ``label``: names the run; ``done``: one line per finished run."""
 
@@ -59,11 +63,13 @@ def open_gate(gate: str | Path) -> None:
     (Path(gate) / GATE_FILE).touch()
 
 
+# shown in solutions/13_agent_server.ipynb
 def gate_is_open(gate: str | Path) -> bool:
     """Has someone opened ``gate`` (a directory)?"""
     return (Path(gate) / GATE_FILE).exists()
 
 
+# shown in solutions/13_agent_server.ipynb
 async def wait_at_gate(state: GatedState) -> dict[str, list[str]]:
     """Wait until the gate is open (at most MAX_WAIT_SECONDS), then record this run."""
     deadline = time.monotonic() + MAX_WAIT_SECONDS
@@ -74,6 +80,7 @@ async def wait_at_gate(state: GatedState) -> dict[str, list[str]]:
     return {"done": [f"{state.get('label', 'run')} finished"]}
 
 
+# shown in solutions/13_agent_server.ipynb
 def build_gated_graph(checkpointer: BaseCheckpointSaver | None = None) -> CompiledStateGraph:
     """START -> wait_at_gate -> END."""
     builder = StateGraph(GatedState)
@@ -89,6 +96,7 @@ gated_graph = build_gated_graph()
 # -- a run whose worker goes away (chapter 13) ------------------------------------------
 
 
+# shown in solutions/13_agent_server.ipynb
 class BookingState(TypedDict, total=False):
     """``log``: the file node starts are noted in; ``cut_off``: how many starts of charge_card lose their worker."""
 
@@ -97,12 +105,14 @@ class BookingState(TypedDict, total=False):
     done: Annotated[list[str], operator.add]
 
 
+# shown in solutions/13_agent_server.ipynb
 def hold_seat(state: BookingState) -> dict[str, list[str]]:
     """Hold the seat (a stand-in): note the start, record the step."""
     worker_faults.note_start(state["log"], "hold_seat")
     return {"done": ["hold_seat"]}
 
 
+# shown in solutions/13_agent_server.ipynb
 async def charge_card(state: BookingState, config: RunnableConfig) -> dict[str, list[str]]:
     """Charge the card (a stand-in). On its first ``cut_off`` starts, the worker running it goes away."""
     starts = await asyncio.to_thread(worker_faults.note_start, state["log"], "charge_card")
@@ -111,6 +121,7 @@ async def charge_card(state: BookingState, config: RunnableConfig) -> dict[str, 
     return {"done": ["charge_card"]}
 
 
+# shown in solutions/13_agent_server.ipynb
 def build_retried_graph(checkpointer: BaseCheckpointSaver | None = None) -> CompiledStateGraph:
     """START -> hold_seat -> charge_card -> END."""
     builder = StateGraph(BookingState)

@@ -43,6 +43,7 @@ from langgraph.types import Command, interrupt
 # -- shown in the chapter ---------------------------------------------------------------
 
 
+# shown in solutions/07_interrupts.ipynb
 def build_chain(state_schema: type, nodes: Sequence[Callable],
                 checkpointer: BaseCheckpointSaver | None) -> CompiledStateGraph:
     """START -> nodes[0] -> nodes[1] -> ... -> END; each node is named after its function."""
@@ -57,6 +58,7 @@ def build_chain(state_schema: type, nodes: Sequence[Callable],
     return builder.compile(checkpointer=checkpointer)
 
 
+# shown in solutions/07_interrupts.ipynb
 def run_and_resume(graph: CompiledStateGraph, thread_id: str, inputs: dict, *answers: object) -> dict:
     """Invoke ``graph`` on ``thread_id``, then resume once per answer; return the last result."""
     config = {"configurable": {"thread_id": thread_id}}
@@ -66,6 +68,7 @@ def run_and_resume(graph: CompiledStateGraph, thread_id: str, inputs: dict, *ans
     return result
 
 
+# shown in solutions/07_interrupts.ipynb
 class ParallelApproval(TypedDict, total=False):
     """The trip to approve and each approver's answer."""
 
@@ -74,12 +77,14 @@ class ParallelApproval(TypedDict, total=False):
     upgrade_answer: str
 
 
+# shown in solutions/07_interrupts.ipynb
 APPROVAL_REQUESTS = {
     "approve_fare": {"approver": "finance", "item": "fare", "amount": 540, "limit": 600},
     "approve_upgrade": {"approver": "manager", "item": "seat upgrade", "amount": 180, "limit": 150},
 }
 
 
+# shown in solutions/07_interrupts.ipynb
 def build_parallel_approvals(checkpointer: BaseCheckpointSaver | None,
                              requests: dict[str, dict] | None = None) -> CompiledStateGraph:
     """START fans out to approve_fare and approve_upgrade, and both pause: two interrupts at once."""
@@ -101,9 +106,11 @@ def build_parallel_approvals(checkpointer: BaseCheckpointSaver | None,
     return builder.compile(checkpointer=checkpointer)
 
 
+# shown in solutions/07_interrupts.ipynb
 NODE_CALLS: Counter[str] = Counter()
 
 
+# shown in solutions/07_interrupts.ipynb
 class TripApproval(TypedDict, total=False):
     """The approval workflow's state; plain JSON values only. documents: "airline: price"."""
 
@@ -113,9 +120,11 @@ class TripApproval(TypedDict, total=False):
     analysis: str
 
 
+# shown in solutions/07_interrupts.ipynb
 QUOTES = {"PEK-SFO": ["Air A: 620", "Air B: 540", "Air C: 585"], "PEK-CDG": ["Air D: 480", "Air E: 455"]}
 
 
+# shown in solutions/07_interrupts.ipynb
 def collect(state: TripApproval) -> dict[str, list[str]]:
     """Gather the fare quotes for the requested route (a stand-in for a search service)."""
     NODE_CALLS["collect"] += 1
@@ -123,6 +132,7 @@ def collect(state: TripApproval) -> dict[str, list[str]]:
     return {"documents": list(QUOTES.get(route, ["Air Z: 500"]))}
 
 
+# shown in solutions/07_interrupts.ipynb
 def approve(state: TripApproval) -> dict[str, bool]:
     """Pause until a person answers; only "yes" approves. Nothing before interrupt() has effects."""
     NODE_CALLS["approve"] += 1
@@ -131,11 +141,13 @@ def approve(state: TripApproval) -> dict[str, bool]:
     return {"approved": decision == "yes"}
 
 
+# shown in solutions/07_interrupts.ipynb
 def route_after_approval(state: TripApproval) -> str:
     """Approved requests go on to analyze; everything else ends the run."""
     return "analyze" if state.get("approved") else END
 
 
+# shown in solutions/07_interrupts.ipynb
 def analyze(state: TripApproval) -> dict[str, str]:
     """Pick the cheapest quote (a deterministic stand-in for a model's analysis)."""
     NODE_CALLS["analyze"] += 1
@@ -143,6 +155,7 @@ def analyze(state: TripApproval) -> dict[str, str]:
     return {"analysis": f"book {airline} at {price} EUR (cheapest of {len(state['documents'])})"}
 
 
+# shown in solutions/07_interrupts.ipynb
 def build_approval_workflow(checkpointer: BaseCheckpointSaver | None = None) -> CompiledStateGraph:
     """collect -> approve -> analyze | END. Without a checkpointer it pauses but cannot resume."""
     builder = StateGraph(TripApproval)
@@ -156,6 +169,7 @@ def build_approval_workflow(checkpointer: BaseCheckpointSaver | None = None) -> 
     return builder.compile(checkpointer=checkpointer)
 
 
+# shown in solutions/07_interrupts.ipynb
 def start_workflows(db_path: str) -> None:
     """Process 1: four booking requests on a SQLite file, each on its own thread, each until it pauses."""
     requests = [("booking-101", "PEK-SFO, 2 travellers"), ("booking-102", "PEK-CDG, 1 traveller"),

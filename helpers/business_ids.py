@@ -47,6 +47,7 @@ from langgraph.types import RetryPolicy
 from uuid6 import uuid7
 
 from helpers import preloaded_processes
+from helpers.processes import CRASH_EXIT_CODE
 
 __all__ = ["ACCEPT_SCHEMA", "ID_NAMESPACE", "HoldState", "LoopbackApi", "SlowSqliteSaver", "TransientError",
            "build_hold_graph", "crash_inside_hold", "label_values", "open_commands_table", "pii_footprint",
@@ -130,17 +131,17 @@ def pii_footprint(path: str | Path, needle: str) -> list[dict[str, Any]]:
 
 
 # ----------------------------------------------------------------------------- runtime ids
-# saved as helpers.business_ids.TransientError
+# shown in solutions/10_business_ids.ipynb
 class TransientError(RuntimeError):
     """The airline API timed out (a stand-in failure)."""
 
 
-# saved as helpers.business_ids.HoldState
+# shown in solutions/10_business_ids.ipynb
 class HoldState(TypedDict):
     holds: Annotated[list[str], operator.add]
 
 
-# saved as helpers.business_ids.build_hold_graph
+# shown in solutions/10_business_ids.ipynb
 def build_hold_graph(checkpointer: BaseCheckpointSaver | None, key_fn: Callable[[Any, str, ExecutionInfo], Any],
                      log: list[dict[str, Any]], *,
                      fail: dict[str, int] | None = None, retry: bool = True,
@@ -205,7 +206,7 @@ def _crash_in_hold(path: str, seen: str, command_id: str, delay: float) -> None:
 
     def crash_in_node(command: Any, effect: str, info: ExecutionInfo) -> None:
         Path(seen).write_text(json.dumps({f: getattr(info, f) for f in INFO_FIELDS}), encoding="utf-8")
-        os._exit(17)  # a real crash inside the node, before the airline answered
+        os._exit(CRASH_EXIT_CODE)  # a real crash inside the node, before the airline answered
 
     saver = SlowSqliteSaver(sqlite3.connect(path, check_same_thread=False), delay)
     graph = build_hold_graph(saver, crash_in_node, [], retry=False, parallel=False)
@@ -227,8 +228,8 @@ def crash_inside_hold(directory: str | Path, command_id: str, *, delay: float = 
     path, seen = folder / "holds.db", folder / "seen-before-crash.json"
     with preloaded_processes.server_for([__name__]) as server:
         code = server.run(_crash_in_hold, str(path), str(seen), command_id, delay)
-    if code != 17:
-        raise RuntimeError(f"the crashing child exited with {code}, not 17: it never reached the node")
+    if code != CRASH_EXIT_CODE:
+        raise RuntimeError(f"the crashing child exited with {code}, not {CRASH_EXIT_CODE}: it never reached the node")
     before = ExecutionInfo(**json.loads(seen.read_text(encoding="utf-8")))
     log: list[dict[str, Any]] = []
     conn = sqlite3.connect(path, check_same_thread=False)

@@ -213,7 +213,7 @@ print(json.dumps(checkpoint_ids.generator_profile({name!r}, uuid6.uuid7, n={int(
     return json.loads(processes.run_python(code).stdout)
 
 
-# saved as helpers.checkpoint_ids.walk_parent_chain (shown in chapter 04)
+# shown in solutions/04_checkpoint_ids.ipynb
 def walk_parent_chain(saver: BaseCheckpointSaver, config: dict) -> list[dict]:
     """Follow ``parent_config`` links from the checkpoint ``config`` selects back to the first.
 
@@ -245,7 +245,7 @@ def labelled(rows: Iterable[dict[str, Any]], labels: dict[str, str], missing: st
     return out
 
 
-# saved as helpers.checkpoint_ids.copy_with_new_ids (shown in chapter 04)
+# shown in solutions/04_checkpoint_ids.ipynb
 def copy_with_new_ids(source: BaseCheckpointSaver, target: BaseCheckpointSaver, thread_id: str,
                       new_thread_id: str, mint: Callable[[], object]) -> dict[str, str]:
     """What a hand-written migration script does: copy a thread, minting a new id per checkpoint.

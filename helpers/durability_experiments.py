@@ -55,13 +55,16 @@ THREAD = {"configurable": {"thread_id": "trip-1"}}
 
 # -- the chapter's graph (shown in chapter 08; keep identical to its cells) -----------------
 
+# shown in solutions/08_durability.ipynb
 class TripLog(TypedDict):
     trip: Annotated[list[str], operator.add]  # every node appends its name
 
 
+# shown in solutions/08_durability.ipynb
 CRASH_EXIT_CODE = 17
 
 
+# shown in solutions/08_durability.ipynb
 def make_node(name: str, *, log_path: str | None = None, fail: bool = False, pause: bool = False,
               crash: bool = False, work_seconds: float = 0.0) -> Callable[[TripLog, Runtime], dict[str, list[str]]]:
     """A node that appends ``name`` to the trip. Before that it can log its call, then fail, pause or crash."""
@@ -83,6 +86,7 @@ def make_node(name: str, *, log_path: str | None = None, fail: bool = False, pau
     return node
 
 
+# shown in solutions/08_durability.ipynb
 def linear_graph(checkpointer: BaseCheckpointSaver | None, nodes: Sequence[str] = ("a", "b", "c"), *,
                  log_path: str | None = None, fail_at: str | None = None, interrupt_at: str | None = None,
                  crash_at: str | None = None, work_seconds: float = 0.0,

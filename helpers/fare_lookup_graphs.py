@@ -44,10 +44,12 @@ from langgraph.runtime import ExecutionInfo, Runtime
 from langgraph.types import Durability, RetryPolicy, StateSnapshot
 
 from .counting_saver import CountingSaver
+from .processes import CRASH_EXIT_CODE
 
 # -- shown in the chapter ---------------------------------------------------------------
 
 
+# shown in solutions/06_pending_writes.ipynb
 class LookupState(TypedDict, total=False):
     """The route asked for and what the lookups found (bags and price: exercise 06.1)."""
 
@@ -58,6 +60,7 @@ class LookupState(TypedDict, total=False):
     price: str
 
 
+# shown in solutions/06_pending_writes.ipynb
 def build_lookup_graph(checkpointer: BaseCheckpointSaver | None, find_seat: Callable[[str], str],
                        quote_fare: Callable[[str], int]) -> CompiledStateGraph:
     """START fans out to lookup_seat and lookup_fare: two tasks in one super-step."""
@@ -78,6 +81,7 @@ def build_lookup_graph(checkpointer: BaseCheckpointSaver | None, find_seat: Call
     return builder.compile(checkpointer=checkpointer)
 
 
+# shown in solutions/06_pending_writes.ipynb
 class BookState(TypedDict, total=False):
     """A booking command: its business ID (the command ID), the seat to book, the airline's confirmation code."""
 
@@ -86,6 +90,7 @@ class BookState(TypedDict, total=False):
     confirmation: str
 
 
+# shown in solutions/06_pending_writes.ipynb
 def build_booking_graph(checkpointer: BaseCheckpointSaver | None, book: Callable[[str, str | None], str],
                         idempotency_key: Callable[[BookState, ExecutionInfo], str] | None = None,
                         retry_policy: RetryPolicy | None = None) -> CompiledStateGraph:
@@ -116,7 +121,6 @@ ERRORS = {
     "find_bags": "baggage service timed out",
 }
 GATE_TIMEOUT = 20.0  # seconds; only reached if the ordering logic is broken
-CRASH_EXIT_CODE = 17
 
 
 class FlakyDesk:
@@ -127,7 +131,7 @@ class FlakyDesk:
     may fail. ``services`` are the services the graph calls in one super-step: a failing
     call waits until every other one that succeeds in this round has handed its write over
     (``saved[channel]``), then raises ``TimeoutError``, or, with ``crash=True``, ends the
-    process with ``os._exit(17)``. ``calls`` counts calls per service.
+    process with ``os._exit(CRASH_EXIT_CODE)``. ``calls`` counts calls per service.
     """
 
     def __init__(self, failures: dict[str, int] | None = None,
@@ -272,7 +276,7 @@ class Airline:
 
     Failure injection, *after* the booking was made: on its first ``fail_after_booking``
     requests it raises ``ConnectionError`` (the confirmation got lost on the way back);
-    with ``crash_after_booking`` the first request ends this process with ``os._exit(17)``.
+    with ``crash_after_booking`` the first request ends this process with ``os._exit(CRASH_EXIT_CODE)``.
     """
 
     def __init__(self, path: str | Path | None = None, *, fail_after_booking: int = 0,

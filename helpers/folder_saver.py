@@ -54,7 +54,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 
-# shown in chapter 16: "Step 1: put and get_tuple"
+# shown in solutions/16_your_own_checkpointer.ipynb
 class PutGetSaver(BaseCheckpointSaver):
     """Step 1: save a checkpoint (``put``) and read one back (``get_tuple``)."""
 
@@ -162,7 +162,7 @@ class PutGetSaver(BaseCheckpointSaver):
         return await asyncio.to_thread(self.get_tuple, config)
 
 
-# shown in chapter 16: "Step 2: list, newest first"
+# shown in solutions/16_your_own_checkpointer.ipynb
 class ListingSaver(PutGetSaver):
     """Step 2: ``list`` a thread's checkpoints, newest first, with ``before``, ``limit``, ``filter``."""
 
@@ -205,7 +205,7 @@ class ListingSaver(PutGetSaver):
             yield saved
 
 
-# shown in chapter 16: "Step 3: pending writes"
+# shown in solutions/16_your_own_checkpointer.ipynb
 class WritesSaver(ListingSaver):
     """Step 3: ``put_writes`` keeps each task's writes until the step's checkpoint is saved."""
 
@@ -236,7 +236,7 @@ class WritesSaver(ListingSaver):
         await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
 
 
-# shown in chapter 16: "Step 4: delete_thread, and an extended capability"
+# shown in solutions/16_your_own_checkpointer.ipynb
 class FolderSaver(WritesSaver):
     """Step 4: ``delete_thread`` (every namespace) and ``copy_thread``: the finished saver."""
 
@@ -260,7 +260,7 @@ class FolderSaver(WritesSaver):
         await asyncio.to_thread(self.copy_thread, source_thread_id, target_thread_id)
 
 
-# shown in chapter 16: "Exercise 16.3" (the saver whose put_writes the learner writes)
+# shown in solutions/16_your_own_checkpointer.ipynb
 class JournalSaver(FolderSaver):
     """FolderSaver with all pending writes of a checkpoint in one journal (JSON lines).
 

@@ -37,7 +37,7 @@ from langgraph.types import StateSnapshot
 TASK_ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
 
-# saved as helpers.namespaces.Trip (this and the next six definitions are shown in chapter 05)
+# shown in solutions/05_namespaces.ipynb
 class Trip(TypedDict, total=False):
     """The root graph's state."""
     request: str
@@ -46,7 +46,7 @@ class Trip(TypedDict, total=False):
     answer: str
 
 
-# saved as helpers.namespaces.PlannerState
+# shown in solutions/05_namespaces.ipynb
 class PlannerState(TypedDict, total=False):
     """The planner's and search graph's state: ``plans_made`` is theirs alone."""
     request: str
@@ -55,22 +55,22 @@ class PlannerState(TypedDict, total=False):
     plans_made: int
 
 
-# saved as helpers.namespaces.make_plan
+# shown in solutions/05_namespaces.ipynb
 def make_plan(state: PlannerState):
     made = state.get("plans_made", 0) + 1
     return {"plans_made": made, "plan": f"plan #{made}: fly to {state['request']}"}
 
 
-# saved as helpers.namespaces.find_fares
+# shown in solutions/05_namespaces.ipynb
 def find_fares(state: PlannerState):
     return {"fare": f"{state['request']} 180 EUR"}
 
 
-# saved as helpers.namespaces.fare_service
+# shown in solutions/05_namespaces.ipynb
 fare_service = {"timeouts": 0}   # how many more hold requests will time out (a flaky stand-in service)
 
 
-# saved as helpers.namespaces.place_hold
+# shown in solutions/05_namespaces.ipynb
 def place_hold(state: PlannerState):
     if fare_service["timeouts"] > 0:
         fare_service["timeouts"] -= 1
@@ -78,12 +78,12 @@ def place_hold(state: PlannerState):
     return {"fare": f"{state['fare']} (held)"}
 
 
-# saved as helpers.namespaces.write_answer
+# shown in solutions/05_namespaces.ipynb
 def write_answer(state: Trip):
     return {"answer": f"{state['plan']}; fare {state['fare']}"}
 
 
-# saved as helpers.namespaces.build_trip_planner
+# shown in solutions/05_namespaces.ipynb
 def build_trip_planner(checkpointer: BaseCheckpointSaver | None = None, *, subgraph_checkpointer: bool | None = None,
                        hold: bool = False) -> CompiledStateGraph:
     """root(planner(search)): the root compiled with ``checkpointer``, both subgraphs with ``subgraph_checkpointer``.

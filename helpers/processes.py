@@ -13,6 +13,12 @@ import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
+# The exit code of a child process that crashes on purpose (``os._exit(CRASH_EXIT_CODE)``: no
+# cleanup, no finally), in every chapter that crashes one; a parent compares against it to tell
+# the planned crash from a real failure. (Chapter 08 shows its own ``CRASH_EXIT_CODE = 17`` in
+# a cell, saved as helpers.durability_experiments.CRASH_EXIT_CODE; a test keeps them equal.)
+CRASH_EXIT_CODE = 17
+
 
 @dataclass(frozen=True)
 class ProcessResult:

@@ -52,11 +52,13 @@ SERDE_LOGGER = "langgraph.checkpoint.serde.jsonplus"
 # -- the assistant's types ---------------------------------------------------------------
 
 
+# shown in solutions/12_production_backends.ipynb
 class Cabin(Enum):
     ECONOMY = "economy"
     BUSINESS = "business"
 
 
+# shown in solutions/12_production_backends.ipynb
 @dataclass(frozen=True)
 class FareQuote:
     route: str
@@ -64,11 +66,13 @@ class FareQuote:
     cabin: Cabin
 
 
+# shown in solutions/12_production_backends.ipynb
 @dataclass(frozen=True)
 class SeatHold:
     seat: str
 
 
+# shown in solutions/12_production_backends.ipynb
 class QuoteState(TypedDict, total=False):
     """``quote`` is typed in the schema; ``extras`` is a plain list (its items are untyped)."""
 
@@ -77,11 +81,13 @@ class QuoteState(TypedDict, total=False):
     extras: list
 
 
+# shown in solutions/12_production_backends.ipynb
 def find_fare_quote(state: QuoteState) -> dict[str, FareQuote | list[SeatHold]]:
     """A stand-in fare search: a fixed quote and a seat hold for the route."""
     return {"quote": FareQuote(state["route"], 540, Cabin.ECONOMY), "extras": [SeatHold("12A")]}
 
 
+# shown in solutions/12_production_backends.ipynb
 def build_quote_graph(checkpointer: BaseCheckpointSaver | None = None) -> CompiledStateGraph:
     """START -> quote_fare (find_fare_quote) -> END on QuoteState."""
     builder = StateGraph(QuoteState)

@@ -39,6 +39,7 @@ POSTGRES_TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes")
 # -- trimming and summarising (chapter 12, "State growth") -----------------------------
 
 
+# shown in solutions/12_production_backends.ipynb
 def messages_to_remove(messages: Sequence[AnyMessage], keep: int) -> list[RemoveMessage]:
     """``RemoveMessage`` updates that drop all but the newest ``keep`` messages."""
     if keep < 0:
@@ -46,6 +47,7 @@ def messages_to_remove(messages: Sequence[AnyMessage], keep: int) -> list[Remove
     return [RemoveMessage(id=m.id) for m in messages[: max(0, len(messages) - keep)]]
 
 
+# shown in solutions/12_production_backends.ipynb
 def build_trimming_chat_graph(checkpointer: BaseCheckpointSaver | None = None, *, keep: int = 4) -> CompiledStateGraph:
     """The chapter-01 assistant, but its node also trims the saved conversation to ``keep`` messages.
 
@@ -65,18 +67,21 @@ def build_trimming_chat_graph(checkpointer: BaseCheckpointSaver | None = None, *
     return builder.compile(checkpointer=checkpointer)
 
 
+# shown in solutions/12_production_backends.ipynb
 class SummaryState(MessagesState):
     """The conversation, plus ``summary``: what the removed messages said."""
 
     summary: str
 
 
+# shown in solutions/12_production_backends.ipynb
 def summarize(summary: str, old: Sequence[AnyMessage]) -> str:
     """A stand-in summariser (a real one calls a model): keep what the user stated, drop questions and replies."""
     stated = [str(m.content) for m in old if isinstance(m, HumanMessage) and "?" not in str(m.content)]
     return " ".join([summary, *stated]).strip()
 
 
+# shown in solutions/12_production_backends.ipynb
 def build_summarizing_chat_graph(checkpointer: BaseCheckpointSaver | None = None, *,
                                  keep: int = 4) -> CompiledStateGraph:
     """Like :func:`build_trimming_chat_graph`, but the removed messages are folded into ``summary`` first.
@@ -101,15 +106,18 @@ def build_summarizing_chat_graph(checkpointer: BaseCheckpointSaver | None = None
 
 # -- big content: in the state, or in a store with a key in the state -------------------
 
+# shown in solutions/12_production_backends.ipynb
 RULE_WORDS = ("fare", "change", "refund", "fee", "departure", "return", "ticket", "cabin", "baggage", "seat")
 
 
+# shown in solutions/12_production_backends.ipynb
 def fare_rules(route: str) -> str:
     """A stand-in for a supplier's fare-rules document: about 110 KB of text, the same every time for a route."""
     rng = random.Random(route)
     return "\n".join(f"{route} rule {n}: " + " ".join(rng.choices(RULE_WORDS, k=12)) for n in range(1200))
 
 
+# shown in solutions/12_production_backends.ipynb
 class RulesState(TypedDict, total=False):
     """``rules`` holds the whole document; ``rules_key`` only names it in the store."""
 
@@ -120,11 +128,13 @@ class RulesState(TypedDict, total=False):
     answer: str
 
 
+# shown in solutions/12_production_backends.ipynb
 def rules_into_state(state: RulesState) -> dict[str, str]:
     """Fetch the document and keep it in the state (every later checkpoint carries it)."""
     return {"rules": fare_rules(state["route"])}
 
 
+# shown in solutions/12_production_backends.ipynb
 def rules_into_store(state: RulesState, runtime: Runtime) -> dict[str, str]:
     """Fetch the document, put it in the store once, and keep only its key in the state."""
     key = f"{state['route']}-rules"
@@ -132,6 +142,7 @@ def rules_into_store(state: RulesState, runtime: Runtime) -> dict[str, str]:
     return {"rules_key": key}
 
 
+# shown in solutions/12_production_backends.ipynb
 def answer_from_rules(state: RulesState, runtime: Runtime) -> dict[str, str]:
     """Count the rules that mention the question's word, reading the document from wherever it is."""
     text = state.get("rules") or runtime.store.get(("fare-rules",), state["rules_key"]).value["text"]
@@ -139,6 +150,7 @@ def answer_from_rules(state: RulesState, runtime: Runtime) -> dict[str, str]:
     return {"answer": f"{hits} rules mention {state['question']!r}"}
 
 
+# shown in solutions/12_production_backends.ipynb
 def build_fare_rules_graph(checkpointer: BaseCheckpointSaver | None = None, *,
                            store: BaseStore | None = None) -> CompiledStateGraph:
     """START -> fetch_rules -> answer -> END. With a ``store``, the document goes there and the state keeps its key."""

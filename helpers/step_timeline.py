@@ -39,10 +39,13 @@ from .text_tables import print_table
 # ---------------------------------------------------------------------------------------
 # the booking graph of chapter 03 (each definition is shown in a chapter cell first)
 
+# shown in solutions/03_super_steps.ipynb
 FARES = {"BER-LIS": 180, "BER-SYD": 1450}  # stand-in for a fare service
+# shown in solutions/03_super_steps.ipynb
 APPROVAL_LIMIT = 500                       # fares above this need a manager's approval
 
 
+# shown in solutions/03_super_steps.ipynb
 class Booking(TypedDict, total=False):
     route: str
     seat: str
@@ -52,30 +55,37 @@ class Booking(TypedDict, total=False):
     approved: bool                         # a manager's decision (chapter 07)
 
 
+# shown in solutions/03_super_steps.ipynb
 def lookup_seat(state: Booking):
     return {"seat": "12A", "seen": [f"lookup_seat saw fare={state.get('fare')}"]}
 
 
+# shown in solutions/03_super_steps.ipynb
 def lookup_fare(state: Booking):
     return {"fare": FARES[state["route"]], "seen": [f"lookup_fare saw seat={state.get('seat')}"]}
 
 
+# shown in solutions/03_super_steps.ipynb
 def quote(state: Booking):
     return {"seen": [f"quote saw seat={state.get('seat')} fare={state.get('fare')}"]}
 
 
+# shown in solutions/03_super_steps.ipynb
 def book(state: Booking):
     return {"status": "booked"}
 
 
+# shown in solutions/03_super_steps.ipynb
 def request_approval(state: Booking):
     return {"status": "waiting for approval"}  # chapter 07 turns this into a real pause
 
 
+# shown in solutions/03_super_steps.ipynb
 def needs_approval(state: Booking):
     return "request_approval" if state["fare"] > APPROVAL_LIMIT else "book"
 
 
+# shown in solutions/03_super_steps.ipynb
 def build_booking_flow(checkpointer: BaseCheckpointSaver | None = None, *,
                        quote_node: Callable[[Booking], dict] = quote,
                        router: Callable[[Booking], str] = needs_approval) -> CompiledStateGraph:

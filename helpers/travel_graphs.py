@@ -22,7 +22,7 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 
-# shown in chapter 01: "A stand-in for the model"
+# shown in solutions/01_threads.ipynb
 def remembered_seat(messages: list[BaseMessage]) -> str | None:
     """The seat the user last asked for in ``messages`` (questions do not count)."""
     seat = None
@@ -35,6 +35,7 @@ def remembered_seat(messages: list[BaseMessage]) -> str | None:
     return seat
 
 
+# shown in solutions/01_threads.ipynb
 def stand_in_reply(messages: list[BaseMessage]) -> AIMessage:
     """A deterministic stand-in for a model call: it answers from ``messages`` only."""
     last = str(messages[-1].content) if messages else ""
@@ -47,25 +48,25 @@ def stand_in_reply(messages: list[BaseMessage]) -> AIMessage:
     return AIMessage(f"Noted: {'an' if seat == 'aisle' else 'a'} {seat} seat." if seat else "Noted.")
 
 
-# shown in chapter 01: "The graph: one node, two edges"
+# shown in solutions/01_threads.ipynb
 def reply(state: MessagesState) -> dict[str, list[AIMessage]]:
     """The assistant node: it hands the stand-in model the whole conversation in the state."""
     return {"messages": [stand_in_reply(state["messages"])]}
 
 
-# shown in chapter 01: "A checkpointer and a thread_id"
+# shown in solutions/01_threads.ipynb
 def transcript(messages: list[BaseMessage]) -> list[str]:
     """Messages as ``"human: ..."`` / ``"ai: ..."`` lines (without their random ids)."""
     return [f"{m.type}: {m.content}" for m in messages]
 
 
-# shown in chapter 01: "Saved state is not what the model sees"
+# shown in solutions/01_threads.ipynb
 def reply_to_last_only(state: MessagesState) -> dict[str, list[AIMessage]]:
     """A careless node: it hands the stand-in model only the newest message."""
     return {"messages": [stand_in_reply(state["messages"][-1:])]}
 
 
-# shown in chapter 01: "The same graph in one call"
+# shown in solutions/01_threads.ipynb
 def build_chat_graph(checkpointer: BaseCheckpointSaver | None = None, *,
                      last_message_only: bool = False) -> CompiledStateGraph:
     """START -> reply -> END on MessagesState, compiled with ``checkpointer``."""
@@ -76,6 +77,7 @@ def build_chat_graph(checkpointer: BaseCheckpointSaver | None = None, *,
     return builder.compile(checkpointer=checkpointer)
 
 
+# shown in solutions/01_threads.ipynb
 def say(graph: CompiledStateGraph, thread_id: str, text: str, **config: Any) -> str:
     """Send one user message on ``thread_id`` and return the text of the assistant's answer."""
     result = graph.invoke({"messages": [HumanMessage(text)]}, {"configurable": {"thread_id": thread_id, **config}})

@@ -66,7 +66,8 @@ Grade untrusted submissions in a throw-away container or VM, and read suspicious
 submissions yourself (``--keep DIR`` stores the executed notebooks).
 
 Modules: ``results`` (statuses, rows), ``reading`` (the submission, its chapter and answers),
-``rewriting`` (the notebook that runs, signed check cells), ``kernels`` (one kernel's
+``rewriting`` (the notebook that runs, signed check cells), ``graded_check`` (what a rewritten
+check cell runs in the kernel, and the one signing function), ``kernels`` (one kernel's
 lifecycle), ``execution`` (cells, timeouts, restarts), ``scoring`` (verdicts), ``submission``
 (one file), ``batch`` (many files), ``cli`` (tables, CSV, exit code).
 """
@@ -94,10 +95,11 @@ _EXPORTS = {
     "INVALID": ".results", "STATUSES": ".results", "TIMEOUT": ".results", "Graded": ".results", "Row": ".results",
     "internal_error_message": ".results",
     "CHECKS_DIR": ".rewriting", "MAX_SOURCE_CHARS": ".rewriting", "SIGNATURE_KEY": ".rewriting", "Plan": ".rewriting",
-    "graded_notebook": ".rewriting", "sign": ".rewriting", "trusted_check_source": ".rewriting",
+    "graded_notebook": ".rewriting", "sign": ".graded_check", "trusted_check_source": ".rewriting",
     "signed_result": ".scoring", "verdicts": ".scoring",
 }
-SUBMODULES = ("batch", "cli", "execution", "kernels", "reading", "results", "rewriting", "scoring", "submission")
+SUBMODULES = ("batch", "cli", "execution", "graded_check", "kernels", "reading", "results", "rewriting", "scoring",
+              "submission")
 
 __all__ = sorted(_EXPORTS)
 

@@ -4,9 +4,7 @@ check cells rewritten to run against a fresh copy of the checks and sign their r
 from __future__ import annotations
 
 import copy
-import hashlib
-import hmac
-import json
+import inspect
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -17,59 +15,27 @@ from helpers.checks.protocol import MIME_TYPE
 
 from .. import layout
 from ..notebook_format import source
+from . import graded_check
 from .reading import course_metadata, exercise_ids, find_answers
 
 CHECKS_DIR = layout.CHECKS
 MAX_SOURCE_CHARS = 200_000  # an exercise cell bigger than this is invalid
 SIGNATURE_KEY = "lgcourse-grader"  # output metadata key holding the signature
 
-CHECK_TEMPLATE = '''\
+CHECK_CELL_HEAD = """\
 # Check cell rewritten by course.grade: the original call below runs against a fresh copy
 # of helpers/checks loaded from disk, and its result is signed for the grader.
-def _lgcourse_graded_check(_source={source!r}, _key={key!r}, _paths={paths!r}):
-    import hashlib, hmac, importlib.util, json, sys, types
-    from IPython.display import publish_display_data
-    import helpers  # the fresh package sits inside it, so "from ..travel_graphs import" works
-    package = "helpers._grading_" + hashlib.sha256(_key.encode()).hexdigest()[:16]
-    module = types.ModuleType(package)
-    module.__path__ = list(_paths)
-    sys.modules[package] = module
-    results = []
-    try:
-        spec = importlib.util.spec_from_file_location(package + ".protocol", _paths[-1] + "/protocol.py")
-        protocol = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = protocol
-        spec.loader.exec_module(protocol)
-
-        def check(exercise_id, *answers):
-            results.append(protocol.evaluate(exercise_id, *answers))
-
-        namespace = dict(globals())
-        namespace["check"] = check
-        exec(compile(_source, "<check cell>", "exec"), namespace)
-    finally:
-        for name in [n for n in sys.modules if n == package or n.startswith(package + ".")]:
-            del sys.modules[name]
-    for result in results:
-        payload = {{"exercise": result.exercise, "status": result.status, "message": result.message}}
-        text = json.dumps([payload["exercise"], payload["status"], payload["message"]])
-        signature = hmac.new(_key.encode(), text.encode(), "sha256").hexdigest()
-        publish_display_data({{"text/plain": result.line, {mime!r}: payload}},
-                             metadata={{{sig_key!r}: {{"signature": signature}}}})
-
-
-_lgcourse_graded_check()
-del _lgcourse_graded_check
-'''
-
-
-def sign(key: str, exercise: str, status: str, message: str) -> str:
-    text = json.dumps([exercise, status, message])
-    return hmac.new(key.encode(), text.encode(), hashlib.sha256).hexdigest()
+"""
+# the functions the cell defines, from their module (course/grade/graded_check.py)
+CHECK_CELL_FUNCTIONS = "\n\n".join(inspect.getsource(f) for f in (graded_check._lgcourse_sign,
+                                                                    graded_check._lgcourse_graded_check))
 
 
 def trusted_check_source(original: str, key: str, paths: Sequence[str]) -> str:
-    return CHECK_TEMPLATE.format(source=original, key=key, paths=tuple(paths), mime=MIME_TYPE, sig_key=SIGNATURE_KEY)
+    """The check cell the grader runs in place of ``original``: graded_check's functions and one call."""
+    call = (f"_lgcourse_graded_check({original!r}, {key!r}, {tuple(paths)!r}, {MIME_TYPE!r}, {SIGNATURE_KEY!r},\n"
+            "                       sign=_lgcourse_sign, namespace=globals())\n")
+    return f"{CHECK_CELL_HEAD}{CHECK_CELL_FUNCTIONS}\n\n{call}del _lgcourse_graded_check, _lgcourse_sign\n"
 
 
 @dataclass

@@ -9,8 +9,9 @@ from typing import Any
 from helpers.checks.protocol import FAILED, MIME_TYPE, NOT_ATTEMPTED, PASSED
 
 from .execution import CellRun
+from .graded_check import sign
 from .results import ERROR, INVALID, TIMEOUT
-from .rewriting import SIGNATURE_KEY, Plan, sign
+from .rewriting import SIGNATURE_KEY, Plan
 
 
 def signed_result(outputs: Iterable[Any], key: str, exercise: str) -> dict[str, str] | None:

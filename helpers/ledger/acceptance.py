@@ -57,7 +57,7 @@ MAX_KEPT_THREADS = 10_000  # conversations whose thread an Acceptance keeps; mor
 MAX_THREAD_READS = 3  # fresh reads of a conversation's thread that one submit may need
 
 
-# saved as helpers.ledger.acceptance.submit_command
+# shown in solutions/11_command_ledger.ipynb
 def submit_command(conn: sqlite3.Connection, tenant_id: str, command_id: str, conversation_id: str, thread_id: str,
                    payload: str, fingerprint: str, run_id: str, created_at: str) -> tuple[tuple | None, bool]:
     """Accept a command at most once; return (the stored command row, created).
@@ -91,7 +91,7 @@ def submit_command(conn: sqlite3.Connection, tenant_id: str, command_id: str, co
     return stored, False
 
 
-# saved as helpers.ledger.acceptance.check_retry
+# shown in solutions/11_command_ledger.ipynb
 def check_retry(stored: tuple, conversation_id: str, fingerprint: str) -> None:
     """A key that was already accepted must come back with the same request, or PayloadMismatch.
 

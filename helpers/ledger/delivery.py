@@ -74,7 +74,7 @@ __all__ = ["PROMOTE_SQL", "QUEUE_NEW_SQL", "Heartbeat", "ManualClock", "Outbox",
            "run_dispatcher"]
 
 
-# saved as helpers.ledger.delivery.QUEUE_NEW_SQL
+# shown in solutions/11_command_ledger.ipynb
 QUEUE_NEW_SQL = (
     # the oldest new command of each thread that has no queue yet becomes its head ...
     "UPDATE commands SET ready = 1 WHERE seq IN (SELECT MIN(seq) FROM commands AS new WHERE seq > :through"
@@ -87,7 +87,7 @@ QUEUE_NEW_SQL = (
 )
 
 
-# saved as helpers.ledger.delivery.queue_new
+# shown in solutions/11_command_ledger.ipynb
 def queue_new(conn: sqlite3.Connection) -> None:
     """Put the commands accepted since the last claim into their threads' queues, in seq order."""
     through, newest = conn.execute(
@@ -97,7 +97,7 @@ def queue_new(conn: sqlite3.Connection) -> None:
             conn.execute(statement, {"through": through, "newest": newest})
 
 
-# saved as helpers.ledger.delivery.next_head
+# shown in solutions/11_command_ledger.ipynb
 def next_head(conn: sqlite3.Connection, now: float, skip: frozenset[int] | set[int] = frozenset()) -> tuple | None:
     """(seq, attempt, thread_id) of a head whose lease has ended (0: never leased), the earliest first; or None."""
     rows = conn.execute(
@@ -107,7 +107,7 @@ def next_head(conn: sqlite3.Connection, now: float, skip: frozenset[int] | set[i
     return next((row for row in rows if row[0] not in skip), None)
 
 
-# saved as helpers.ledger.delivery.lease
+# shown in solutions/11_command_ledger.ipynb
 def lease(conn: sqlite3.Connection, seq: int, attempt: int, thread_id: str, now: float, lease_seconds: float,
           owner: str) -> ledger.Delivery:
     """Lease command ``seq`` until ``now + lease_seconds``: the next attempt, its fencing token."""
@@ -123,7 +123,7 @@ def lease(conn: sqlite3.Connection, seq: int, attempt: int, thread_id: str, now:
                            json.loads(payload))
 
 
-# saved as helpers.ledger.delivery.check_delivery
+# shown in solutions/11_command_ledger.ipynb
 def check_delivery(conn: sqlite3.Connection, delivery: ledger.Delivery) -> int:
     """The command's current attempt, if a claim could have made ``delivery``; else InvalidDelivery."""
     row = None
@@ -139,7 +139,7 @@ def check_delivery(conn: sqlite3.Connection, delivery: ledger.Delivery) -> int:
     return row[5]
 
 
-# saved as helpers.ledger.delivery.renew_lease
+# shown in solutions/11_command_ledger.ipynb
 def renew_lease(conn: sqlite3.Connection, delivery: ledger.Delivery, until: float) -> bool:
     """Move the lease's end to ``until``; False (nothing changed) if a newer attempt holds the command."""
     check_delivery(conn, delivery)
@@ -148,12 +148,12 @@ def renew_lease(conn: sqlite3.Connection, delivery: ledger.Delivery, until: floa
     return cursor.rowcount == 1
 
 
-# saved as helpers.ledger.delivery.PROMOTE_SQL
+# shown in solutions/11_command_ledger.ipynb
 PROMOTE_SQL = ("UPDATE commands SET ready = 1 WHERE seq = (SELECT MIN(seq) FROM commands"
                " WHERE thread_id = ? AND status IN ('accepted', 'running') AND ready IS NOT NULL)")
 
 
-# saved as helpers.ledger.delivery.finish_command
+# shown in solutions/11_command_ledger.ipynb
 def finish_command(conn: sqlite3.Connection, delivery: ledger.Delivery, status: str, result: str,
                    start_checkpoint_id: str | None, end_checkpoint_id: str | None) -> bool:
     """Record the result (JSON text) of the current attempt; the thread's next command becomes its head.
@@ -176,7 +176,7 @@ def finish_command(conn: sqlite3.Connection, delivery: ledger.Delivery, status: 
     return True
 
 
-# saved as helpers.ledger.delivery.bury
+# shown in solutions/11_command_ledger.ipynb
 def bury(conn: sqlite3.Connection, seq: int, thread_id: str, error: str) -> None:
     """The dead letter: the command keeps its last error and leaves its thread's queue."""
     conn.execute("UPDATE commands SET status = 'dead', ready = 0, lease_expires = 0, error = ? WHERE seq = ?",
@@ -186,7 +186,7 @@ def bury(conn: sqlite3.Connection, seq: int, thread_id: str, error: str) -> None
     conn.execute(PROMOTE_SQL, (thread_id,))
 
 
-# saved as helpers.ledger.delivery.release_lease
+# shown in solutions/11_command_ledger.ipynb
 def release_lease(conn: sqlite3.Connection, delivery: ledger.Delivery, error: str, max_attempts: int) -> bool:
     """A failed attempt: end its lease with ``error``, or bury the command after ``max_attempts``.
 
@@ -205,7 +205,7 @@ def release_lease(conn: sqlite3.Connection, delivery: ledger.Delivery, error: st
     return True
 
 
-# saved as helpers.ledger.delivery.claim_next
+# shown in solutions/11_command_ledger.ipynb
 def claim_next(conn: sqlite3.Connection, now: float, lease_seconds: float, owner: str, max_attempts: int,
                skip: frozenset[int] | set[int] = frozenset()) -> ledger.Delivery | None:
     """Queue what is new, then lease the oldest claimable head; bury heads out of attempts on the way."""

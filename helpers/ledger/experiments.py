@@ -231,8 +231,8 @@ def run_dispatchers(server: preloaded_processes.ProcessServer, directory: str | 
     Each runs what ``python -m helpers.ledger.service dispatch DIRECTORY --until-drained ...``
     runs (``main(argv)``), in a child forked from ``server`` (which has imported LangGraph
     already); its output goes to ``DIRECTORY/D<i>.log``. Returns the exit codes in order:
-    0 is a dispatcher that drained the outbox, 17 one that crashed on purpose; anything else
-    raises.
+    0 is a dispatcher that drained the outbox, ``ledger_service.DISPATCH_CRASH_EXIT`` (17) one that
+    crashed on purpose; anything else raises.
     """
     children = []
     for i in range(1, count + 1):
@@ -242,7 +242,7 @@ def run_dispatchers(server: preloaded_processes.ProcessServer, directory: str | 
         argv += ["--crash-once", str(crash_once)] if crash_once is not None else []
         children.append(server.start(ledger_service.main, argv, log=Path(directory) / f"D{i}.log"))
     codes = server.wait(children, timeout)
-    if any(code not in (0, 17) for code in codes):
+    if any(code not in (0, ledger_service.DISPATCH_CRASH_EXIT) for code in codes):
         logs = "\n".join(Path(directory, f"D{i}.log").read_text(encoding="utf-8")[-1000:] for i in range(1, count + 1))
         raise RuntimeError(f"a dispatcher failed: exit codes {codes}\n{logs}")
     return codes

@@ -33,7 +33,7 @@ __all__ = ["COMMAND_COLUMNS", "MIN_SQLITE", "SCHEMA", "SCHEMA_VERSION", "open_fi
 SCHEMA_VERSION = 4  # 1: no version stored; 2: a separate outbox; 3: queued by submit; 4: by a claim
 MIN_SQLITE = (3, 24, 0)  # INSERT ... ON CONFLICT DO NOTHING (upsert)
 
-# saved as helpers.ledger.schema.SCHEMA
+# shown in solutions/11_command_ledger.ipynb
 SCHEMA = """
 CREATE TABLE conversations (
     tenant_id       TEXT NOT NULL,

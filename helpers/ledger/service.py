@@ -77,7 +77,7 @@ class Response:
     error: str | None = None  # why a dead command gave up
 
 
-# saved as helpers.ledger.service.build_counting_chat_graph
+# shown in solutions/11_command_ledger.ipynb
 def build_counting_chat_graph(checkpointer: BaseCheckpointSaver | None, calls: Counter,
                               model_call: Callable[[], None] | None = None) -> CompiledStateGraph:
     """START -> reply -> END; reply is the stand-in model and counts its calls in calls["reply"].
@@ -103,11 +103,11 @@ def build_counting_chat_graph(checkpointer: BaseCheckpointSaver | None, calls: C
     return builder.compile(checkpointer=checkpointer)
 
 
-# saved as helpers.ledger.service.RUN_TAG
+# shown in solutions/11_command_ledger.ipynb
 RUN_TAG = "ledger_run_id"  # a configurable key: LangGraph copies it into every checkpoint's metadata
 
 
-# saved as helpers.ledger.service.receive
+# shown in solutions/11_command_ledger.ipynb
 def receive(graph: CompiledStateGraph, saver: BaseCheckpointSaver, delivery: ledger.Delivery, *,
             dedupe: bool = True) -> str:
     """Run a delivered command on its thread at most once per ledger run ID; say what was done."""

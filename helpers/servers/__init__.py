@@ -17,7 +17,7 @@ polite signal, then SIGKILL after a grace period) and the temporary directory is
 removed. When the owning process dies without getting there (a restarted Jupyter kernel
 is SIGKILLed), a watchdog next to the server stops it and removes its directory.
 :func:`leftover_server_processes` lists anything this process started that is still
-there, and :func:`processes_of_run` anything a whole test run started.
+there. (What a whole test run started is the run's own business: :mod:`course.run_processes`.)
 
 The modules, one per part:
 
@@ -30,13 +30,7 @@ POSIX only (Linux, macOS): it relies on process groups.
 """
 
 from .agent import AGENT_SERVER_INSTALL_HINT, LANGGRAPH_CLI_MODULES, OFFLINE_AGENT_ENV, agent_config, agent_server
-from .lifecycle import (
-    _STARTED,
-    _group_members,
-    leftover_server_processes,
-    processes_of_run,
-    stray_servers_on_this_machine,
-)
+from .lifecycle import _STARTED, _group_members, leftover_server_processes
 from .postgres import (
     PGSERVER_PACKAGE,
     POSTGRES_BIN_ENV,
@@ -73,5 +67,5 @@ __all__ = [
     "UNPRIVILEGED_USER",
     "PortInUseError", "RunningServer", "ServerNotInstalledError", "ServerStartError", "agent_config", "agent_server",
     "find_postgres_bin_dir", "free_port", "leftover_server_processes", "log_tail", "port_is_free",
-    "postgres_server", "processes_of_run", "stray_servers_on_this_machine", "_STARTED", "_group_members",
+    "postgres_server", "_STARTED", "_group_members",
 ]

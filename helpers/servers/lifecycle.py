@@ -17,7 +17,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -31,9 +30,7 @@ from .running import (
     LOG_MARKER,
     POLL_INTERVAL,
     PORT_ATTEMPTS,
-    RUN_ENV,
     STOP_GRACE,
-    TEMP_PREFIX,
     PortInUseError,
     ServerStartError,
     _PortConflict,
@@ -202,7 +199,9 @@ def _start_on_free_port(name: str, port: int | None, start: Callable[[int], _Rec
 def leftover_server_processes() -> list[str]:
     """Servers or temporary directories started by this module that still exist.
 
-    An empty list means everything was cleaned up. Each entry says what is left.
+    An empty list means everything was cleaned up. Each entry says what is left. (What a
+    whole test run left, and course servers of any process, are the test run's business:
+    :mod:`course.run_processes`.)
     """
     leftovers = []
     for record in _STARTED:
@@ -211,60 +210,6 @@ def leftover_server_processes() -> list[str]:
             leftovers.append(f"{record.name}: process group {record.pid} still has processes {alive}")
     leftovers += [f"temporary directory {workdir} still exists" for workdir in _WORKDIRS if workdir.exists()]
     return leftovers
-
-
-def _describe(proc: psutil.Process) -> str:
-    try:
-        command = " ".join(proc.cmdline()) or proc.name()
-    except (psutil.NoSuchProcess, psutil.AccessDenied):
-        command = "?"
-    return f"process {proc.pid}: {command.strip()[:120]}"
-
-
-def run_processes(run: str, exclude: frozenset[int] = frozenset()) -> list[psutil.Process]:
-    """Live processes whose environment has ``RUN_ENV=run`` (this process and ``exclude`` left out)."""
-    found = []
-    for proc in psutil.process_iter(["status"]):
-        if proc.pid == os.getpid() or proc.pid in exclude or proc.info["status"] == psutil.STATUS_ZOMBIE:
-            continue
-        try:
-            if proc.environ().get(RUN_ENV) == run:
-                found.append(proc)
-        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess, OSError):
-            continue  # exited meanwhile, or not ours to read (then it is not ours either)
-    return found
-
-
-def processes_of_run(run: str, exclude: frozenset[int] = frozenset()) -> list[str]:
-    """The live processes of run ``run``, one line each: their environment has ``RUN_ENV=run``.
-
-    A test session sets :data:`RUN_ENV`; its workers, their kernels, the servers those
-    start and every child inherit it. Processes of other runs, and a learner's own
-    kernels and servers, carry another value or none, so they are never counted.
-    ``exclude``: PIDs to leave out (besides this process).
-    """
-    return [_describe(proc) for proc in run_processes(run, exclude)]
-
-
-def stray_servers_on_this_machine() -> list[str]:
-    """Course servers and their temporary directories from ANY process on this machine.
-
-    :func:`leftover_server_processes` knows only this process's servers; this looks at
-    every process we may inspect (its command line or working directory names a course
-    server directory) and at the temp folder. It includes other clones' and other runs'
-    servers: a test run must use :func:`processes_of_run` to judge only its own.
-    """
-    found = [f"temporary directory {d}" for d in sorted(Path(tempfile.gettempdir()).glob(f"{TEMP_PREFIX}*"))]
-    for proc in psutil.process_iter(["status"]):
-        if proc.pid == os.getpid() or proc.info["status"] == psutil.STATUS_ZOMBIE:
-            continue
-        try:
-            where = " ".join(proc.cmdline()) + " " + proc.cwd()
-        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess, OSError):
-            continue
-        if TEMP_PREFIX in where:
-            found.append(_describe(proc))
-    return found
 
 
 @atexit.register

@@ -49,25 +49,77 @@ def test_names_are_read_as_tokens_not_text():
     assert "say" not in sts.names_used("print('where did I say it?')  # say")
 
 
-def test_saved_definitions_inside_a_package(tmp_path):
-    """``helpers.pkg.mod.name`` is helpers/pkg/mod.py; ``helpers.pkg.name`` is helpers/pkg/__init__.py."""
-    package = tmp_path / "helpers" / "pkg"
-    package.mkdir(parents=True)
-    (package / "__init__.py").write_text("from helpers.pkg.mod import build\n\nLIMIT = 3\n")
-    (package / "mod.py").write_text(textwrap.dedent('''
-        from langgraph.graph import StateGraph
+def test_sync_on_the_synced_tree_changes_nothing():
+    changed = sts.sync(write=False)
+    assert not changed, (f"{[str(p) for p in changed]} differ from the chapter cells that show them (the "
+                         "chapter is the source): run python -m course.show_then_save --sync and commit")
 
-        def build():
-            return StateGraph(dict)
+
+def test_sync_writes_the_cell_into_a_package_module_and_keeps_the_rest(tmp_path):
+    ledger = tmp_path / "helpers" / "ledger"
+    ledger.mkdir(parents=True)
+    (ledger / "__init__.py").write_text('"""The ledger."""\n\nSCHEMA = "old"\n\nfrom .acceptance import accept\n')
+    acceptance = ledger / "acceptance.py"
+    acceptance.write_text(textwrap.dedent('''\
+        """Acceptance."""
+
+        import functools
+
+
+        def before():
+            return 1
+
+
+        # saved as helpers.ledger.acceptance.accept (a hand-written marker, replaced)
+        @functools.cache
+        def accept(x):
+            return x
+
+
+        def after():
+            return accept(2)
     '''))
-    cell = "# saved as {}\ndef build():\n    return StateGraph(dict)\n"
-    assert sts.module_path("helpers.pkg.mod", tmp_path) == package / "mod.py"
-    assert sts.module_path("helpers.pkg", tmp_path) == package / "__init__.py"
-    assert sts.mismatch(sts.Saved("01_x", 3, "helpers.pkg.mod.build", cell.format("helpers.pkg.mod.build")),
-                        tmp_path) is None
-    assert sts.mismatch(sts.Saved("01_x", 3, "helpers.pkg.LIMIT", "# saved as helpers.pkg.LIMIT\nLIMIT = 3\n"),
-                        tmp_path) is None
-    reexported = sts.mismatch(sts.Saved("01_x", 3, "helpers.pkg.build", cell.format("helpers.pkg.build")), tmp_path)
-    assert "has no top-level 'build'" in reexported  # an import in __init__.py is not the definition
-    assert sts.graph_builders(tmp_path / "helpers", tmp_path) == ["helpers.pkg.mod.build"]
-    assert sts.module_name(package / "__init__.py", tmp_path) == "helpers.pkg"
+    cell = ("%%time\n# saved as helpers.ledger.acceptance.accept\n# saved as helpers.ledger.SCHEMA\n"
+            "SCHEMA = 'new'\n\n@functools.cache\ndef accept(x):\n    # the chapter's comment\n    return x + 1\n"
+            "\nprint(accept(1))\n")
+    saved = [sts.Saved("11_command_ledger", 4, target, cell)
+             for target in sts.SAVED_AS.findall(cell)]
+    assert [s.module for s in saved] == ["helpers.ledger.acceptance", "helpers.ledger"]
+    assert sts.module_path("helpers.ledger", tmp_path) == ledger / "__init__.py"
+
+    assert sorted(sts.sync(saved, tmp_path)) == [ledger / "__init__.py", acceptance]
+    assert acceptance.read_text() == textwrap.dedent('''\
+        """Acceptance."""
+
+        import functools
+
+
+        def before():
+            return 1
+
+
+        # shown in solutions/11_command_ledger.ipynb
+        @functools.cache
+        def accept(x):
+            # the chapter's comment
+            return x + 1
+
+
+        def after():
+            return accept(2)
+    ''')
+    assert (ledger / "__init__.py").read_text() == (
+        '"""The ledger."""\n\n# shown in solutions/11_command_ledger.ipynb\nSCHEMA = \'new\'\n\n'
+        'from .acceptance import accept\n')
+    assert all(sts.mismatch(s, tmp_path) is None for s in saved)
+    assert sts.sync(saved, tmp_path) == []  # a second run changes nothing
+
+
+def test_sync_appends_a_definition_the_module_lacks(tmp_path):
+    (tmp_path / "helpers").mkdir()
+    module = tmp_path / "helpers" / "graphs.py"
+    module.write_text("import os\n")
+    saved = [sts.Saved("01_threads", 2, "helpers.graphs.LIMIT", "# saved as helpers.graphs.LIMIT\nLIMIT = 3\n")]
+    assert sts.sync(saved, tmp_path) == [module]
+    assert module.read_text() == "import os\n\n\n# shown in solutions/01_threads.ipynb\nLIMIT = 3\n"
+    assert sts.sync(saved, tmp_path) == []

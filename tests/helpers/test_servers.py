@@ -29,6 +29,7 @@ from langgraph.types import Command
 from langgraph_sdk import get_sync_client
 
 from course.layout import ROOT
+from course.run_processes import processes_of_run, stray_servers_on_this_machine
 from helpers import servers
 from helpers.agent_graphs import GRAPHS
 from helpers.approval_workflow import build_approval_workflow
@@ -205,11 +206,11 @@ def test_server_stops_and_cleans_up(no_leftovers: None) -> None:
         assert server.workdir.is_dir() and server.log_path.is_file()
         assert any(str(server.workdir) in line for line in leftover_server_processes())
         # the machine-wide scan (used after a whole test run) sees it too
-        during = servers.stray_servers_on_this_machine()
+        during = stray_servers_on_this_machine()
         assert any(str(server.workdir) in line for line in during)
         assert any(line.startswith("process ") for line in during)
     assert_gone(server)
-    assert not [line for line in servers.stray_servers_on_this_machine() if str(server.workdir) in line]
+    assert not [line for line in stray_servers_on_this_machine() if str(server.workdir) in line]
 
 
 @pytest.mark.parametrize("kind", sorted(SERVERS))
@@ -361,12 +362,12 @@ def test_a_stale_directory_is_swept_and_a_live_owner_s_is_kept(tmp_path: Path,
 
 def test_processes_of_a_run_are_told_apart_by_their_run_tag(pg: RunningServer) -> None:
     ours = os.environ[servers.RUN_ENV]  # set for the whole test session by conftest.py
-    assert any(f"process {pg.pid}:" in line for line in servers.processes_of_run(ours))
+    assert any(f"process {pg.pid}:" in line for line in processes_of_run(ours))
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
                              env={**os.environ, servers.RUN_ENV: "another-run"})
     try:
-        assert not any(f"process {other.pid}:" in line for line in servers.processes_of_run(ours))
-        assert [line for line in servers.processes_of_run("another-run") if f"process {other.pid}:" in line]
+        assert not any(f"process {other.pid}:" in line for line in processes_of_run(ours))
+        assert [line for line in processes_of_run("another-run") if f"process {other.pid}:" in line]
     finally:
         other.send_signal(signal.SIGKILL)
         other.wait()
