@@ -60,11 +60,12 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from helpers import ledger, travel_graphs
+from helpers.processes import CRASH_EXIT_CODE
 
 __all__ = ["RUN_TAG", "ChatService", "Response", "build_counting_chat_graph", "main", "receive",
            "validate_chat_payload"]
 
-DISPATCH_CRASH_EXIT = 17  # exit code of a dispatcher told to crash inside a model call
+DISPATCH_CRASH_EXIT = CRASH_EXIT_CODE  # exit code of a dispatcher told to crash inside a model call
 
 
 @dataclass(frozen=True)

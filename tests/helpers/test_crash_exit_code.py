@@ -7,7 +7,8 @@ import re
 import tokenize
 
 from course.layout import HELPERS
-from helpers import durability_experiments, fare_lookup_graphs, ledger_service, processes
+from helpers import durability_experiments, fare_lookup_graphs, processes
+from helpers.ledger import service as ledger_service
 
 # a literal 17 used as the crash code: os._exit(17), code != 17, (0, 17), NAME = 17
 LITERAL = re.compile(r"_exit\(17\)|[!=]=\s*17\b|\(0, 17\)|^[A-Z_]+\s*=\s*17\b", re.MULTILINE)
