@@ -35,7 +35,7 @@ from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 from pydantic import BaseModel
 
-from .travel_graphs import stand_in_reply
+from . import travel_graphs
 
 
 # saved as helpers.persistent_service.ServiceContext
@@ -53,7 +53,7 @@ def build_service_graph(checkpointer: BaseCheckpointSaver | None = None) -> Comp
     async def reply(state: MessagesState, runtime: Runtime[ServiceContext]) -> dict[str, list[AIMessage]]:
         if runtime.context is not None and runtime.context.hold is not None:
             await runtime.context.hold()  # a real model call would be awaited here
-        return {"messages": [stand_in_reply(state["messages"])]}
+        return {"messages": [travel_graphs.stand_in_reply(state["messages"])]}
 
     builder = StateGraph(MessagesState, context_schema=ServiceContext)
     builder.add_node("reply", reply)
@@ -234,6 +234,14 @@ async def wait_until(thread_id: str, kind: Literal["arrived", "inside"], count: 
     """Answer once ``count`` requests on the thread have arrived / are inside the stand-in model."""
     await request.app.state.service.rendezvous.wait(kind, thread_id, count)
     return {kind: count}
+
+
+# saved as helpers.persistent_service.knock
+@app.post("/threads/{thread_id}/knock")
+async def knock(thread_id: str, request: Request) -> dict:
+    """Count as one more arrival on the thread, without running anything (releases a held run)."""
+    await request.app.state.service.rendezvous.bump("arrived", thread_id)
+    return {"knocked": thread_id}
 
 
 # saved as helpers.persistent_service.database_error

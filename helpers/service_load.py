@@ -67,16 +67,19 @@ async def measure_load(client: httpx.AsyncClient, setup: str, clients: int, requ
             "checkpoints/s": CHECKPOINTS_PER_TURN * ok / wall}
 
 
-async def measure_all(base_url: str, setups: Iterable[str], client_counts: Iterable[int], requests: int,
+async def measure_all(base_url: str, setups: Iterable[str], client_counts: Iterable[int], min_requests: int = 8,
                       prefix: str = "load") -> list[dict[str, Any]]:
-    """:func:`measure_load` for every set-up and client count, one HTTP client with enough connections."""
+    """:func:`measure_load` for every set-up and client count, one HTTP client with enough connections.
+
+    Each row sends ``max(min_requests, clients)`` requests: one per client at least.
+    """
     counts = list(client_counts)
     limits = httpx.Limits(max_connections=max(counts), max_keepalive_connections=max(counts))
     rows = []
     async with httpx.AsyncClient(base_url=base_url, timeout=60, limits=limits) as client:
         for setup in setups:
             for clients in counts:
-                rows.append(await measure_load(client, setup, clients, requests, prefix))
+                rows.append(await measure_load(client, setup, clients, max(min_requests, clients), prefix))
     return rows
 
 
@@ -117,7 +120,7 @@ def plot_load(rows: Sequence[dict[str, Any]]) -> Any:
     return figure
 
 
-def benchmark_service(requests: int = 32, client_counts: Sequence[int] = (1, 8, 32),
+def benchmark_service(min_requests: int = 8, client_counts: Sequence[int] = (1, 8, 32),
                       setups: Sequence[str] = ("single", "pool", "serialized")) -> list[dict[str, Any]]:
     """Start PostgreSQL and the service, measure every set-up, stop both (``course.bench``)."""
     from . import servers
@@ -125,4 +128,4 @@ def benchmark_service(requests: int = 32, client_counts: Sequence[int] = (1, 8, 
 
     with servers.postgres_server() as pg, servers.asgi_server(
             "helpers.persistent_service:app", env={DATABASE_URL_ENV: pg.url}) as web:
-        return asyncio.run(measure_all(web.url, setups, client_counts, requests, prefix="bench"))
+        return asyncio.run(measure_all(web.url, setups, client_counts, min_requests, prefix="bench"))

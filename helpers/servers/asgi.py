@@ -20,6 +20,7 @@ shutdown), then SIGKILL for whatever is left after :data:`~helpers.servers.runni
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -53,11 +54,13 @@ def uvicorn_argv(app_spec: str, port: int, *, graceful_timeout: float, workers: 
 @contextmanager
 def asgi_server(app_spec: str, *, env: Mapping[str, str] | None = None, cwd: str | Path | None = None,
                 port: int | None = None, health_path: str = "/health", graceful_timeout: float = 5.0,
-                workers: int = 1, startup_timeout: float = 60.0) -> Iterator[RunningServer]:
+                workers: int = 1, startup_timeout: float = 60.0,
+                keep_log: str | Path | None = None) -> Iterator[RunningServer]:
     """uvicorn serving ``app_spec`` (``"module:variable"``) on a free loopback port; stopped on exit.
 
     ``env`` adds environment variables for the server process (the app reads its settings
-    there). Yields a :class:`RunningServer` whose ``url`` is ``http://127.0.0.1:PORT`` and
+    there). The temporary directory goes when the server stops; ``keep_log`` is a path
+    that receives a copy of the log first (what the server printed while it shut down). Yields a :class:`RunningServer` whose ``url`` is ``http://127.0.0.1:PORT`` and
     whose ``log_path`` holds uvicorn's and the app's output.
     """
     base = Path(cwd or os.getcwd()).resolve()
@@ -85,3 +88,5 @@ def asgi_server(app_spec: str, *, env: Mapping[str, str] | None = None, cwd: str
                                 workdir=workdir, log_path=log_path, started_in=time.monotonic() - began)
         finally:
             _stop(record)
+            if keep_log is not None:
+                shutil.copyfile(log_path, keep_log)
