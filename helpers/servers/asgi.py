@@ -38,14 +38,14 @@ ASGI_PORT_TAKEN = r"error while attempting to bind on address"
 ASGI_STOP_SIGNAL = signal.SIGTERM  # uvicorn's graceful shutdown (SIGINT does the same)
 
 
-def uvicorn_argv(app_spec: str, port: int, *, graceful_timeout: float, workers: int = 1) -> list[str]:
+def uvicorn_argv(app_spec: str, port: int, *, graceful_timeout: int, workers: int = 1) -> list[str]:
     """The command line that serves ``app_spec`` on ``127.0.0.1:port``.
 
     ``--lifespan on``: a failing lifespan startup stops the server instead of serving
     without its database. No access log: the log holds what the app itself prints.
     """
     argv = [sys.executable, "-m", "uvicorn", app_spec, "--host", HOST, "--port", str(port),
-            "--lifespan", "on", "--no-access-log", "--timeout-graceful-shutdown", f"{graceful_timeout:g}"]
+            "--lifespan", "on", "--no-access-log", "--timeout-graceful-shutdown", str(int(graceful_timeout))]
     if workers != 1:
         argv += ["--workers", str(workers)]
     return argv
@@ -53,7 +53,7 @@ def uvicorn_argv(app_spec: str, port: int, *, graceful_timeout: float, workers: 
 
 @contextmanager
 def asgi_server(app_spec: str, *, env: Mapping[str, str] | None = None, cwd: str | Path | None = None,
-                port: int | None = None, health_path: str = "/health", graceful_timeout: float = 5.0,
+                port: int | None = None, health_path: str = "/health", graceful_timeout: int = 5,
                 workers: int = 1, startup_timeout: float = 60.0,
                 keep_log: str | Path | None = None) -> Iterator[RunningServer]:
     """uvicorn serving ``app_spec`` (``"module:variable"``) on a free loopback port; stopped on exit.
