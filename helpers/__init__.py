@@ -18,7 +18,7 @@ and what it holds. ``tests/course/test_architecture.py`` keeps the chapter lists
     checkpoint_anatomy      02        structural views of a checkpoint and of a saver's tables
     checkpoint_ids          04        uuid6 checkpoint IDs read field by field; the parent chain
     checkpoints             02 03 04 05 06 09 10 11   history tables with stable labels (C0, C1, …)
-    checks                  00 01 02 03 04 05 06 07 08 09 10 11 12   the exercise checks and their protocol
+    checks                  00 01 02 03 04 05 06 07 08 09 10 11 12 14   the exercise checks and their protocol
     counting_saver          02 08     a saver wrapper that counts (and can slow) each call
     durability_costs        08        what each durability mode costs, as medians and ratios
     durability_experiments  08        the linear graph (saved from 08), save counts, real crashes
@@ -36,13 +36,15 @@ and what it holds. ``tests/course/test_architecture.py`` keeps the chapter lists
     ledger_service          10        the ledger in front of a real chat graph, and its dispatcher CLI
     multitask               12        double-texting on the Agent Server, made deterministic
     namespaces              05        the trip planner's nested subgraphs (saved from 05), namespace views
+    persistent_service      14        the travel assistant as a FastAPI service on AsyncPostgresSaver (saved from 14)
     preloaded_processes     07 10 11  child processes forked from a server that imported LangGraph once
     processes               00 01 03  real child Python processes (fresh interpreters)
     serializer_safety       11        custom types in state, the msgpack allowlist, the advisories
-    servers                 11 12     a private PostgreSQL and a local Agent Server, always stopped
+    servers                 11 12 14  a private PostgreSQL, a local Agent Server, your own ASGI app; always stopped
+    service_load            14        concurrent HTTP clients against chapter 14's service; latency, checkpoints/s, plot
     state_growth            11        trimming, summaries, references instead of content
     step_timeline           03        the booking flow (saved from 03) and super-steps made visible
     tenancy                 05        one opaque thread per owned conversation, with an access check
-    text_tables             02 03 04 05 06 07 08 10 11 12   plain-text tables for notebooks
-    travel_graphs           01 02 04 05 09 10 11 12   the running example: chat graph (saved from 01)
+    text_tables             02 03 04 05 06 07 08 10 11 12 14   plain-text tables for notebooks
+    travel_graphs           01 02 04 05 09 10 11 12 14   the running example: chat graph (saved from 01)
 """

@@ -160,7 +160,7 @@ class Service:
 
 # saved as helpers.persistent_service.lifespan
 @asynccontextmanager
-async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+async def lifespan(application: FastAPI) -> AsyncIterator[None]:
     """Open the savers before the first request; close them after the last one."""
     url = os.environ[DATABASE_URL_ENV]
     async with AsyncExitStack() as stack:
@@ -171,7 +171,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await pooled.setup()
         graphs = {"single": build_service_graph(single), **dict.fromkeys(
             ("pool", "serialized", "advisory"), build_service_graph(pooled))}
-        app.state.service = Service(graphs, lock_pool)
+        application.state.service = Service(graphs, lock_pool)
         print("lifespan: savers open", flush=True)
         yield
         print("lifespan: closing the pools and the connection", flush=True)

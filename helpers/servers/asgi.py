@@ -60,8 +60,9 @@ def asgi_server(app_spec: str, *, env: Mapping[str, str] | None = None, cwd: str
 
     ``env`` adds environment variables for the server process (the app reads its settings
     there). The temporary directory goes when the server stops; ``keep_log`` is a path
-    that receives a copy of the log first (what the server printed while it shut down). Yields a :class:`RunningServer` whose ``url`` is ``http://127.0.0.1:PORT`` and
-    whose ``log_path`` holds uvicorn's and the app's output.
+    that receives a copy of the log first (what the server printed while it shut down).
+    Yields a :class:`RunningServer` whose ``url`` is ``http://127.0.0.1:PORT`` and whose
+    ``log_path`` holds uvicorn's and the app's output.
     """
     base = Path(cwd or os.getcwd()).resolve()
     began = time.monotonic()
