@@ -183,6 +183,7 @@ class Message(BaseModel):
     """A request body: the user's text, and optionally where its run should hold."""
 
     text: str
+    start_after: int = 0  # wait until this many requests on the thread have arrived, then run
     hold: Literal["arrived", "inside"] | None = None
     count: int = 0
 
@@ -207,6 +208,8 @@ async def send_message(setup: Setup, thread_id: str, message: Message, request: 
     """Run one turn of the assistant on ``thread_id`` and return its reply."""
     service: Service = request.app.state.service
     await service.rendezvous.bump("arrived", thread_id)
+    if message.start_after:  # two requests that wait for each other here read the thread at once
+        await service.rendezvous.wait("arrived", thread_id, message.start_after)
 
     async def hold() -> None:
         await service.rendezvous.bump("inside", thread_id)

@@ -11,6 +11,8 @@ import concurrent.futures
 import inspect
 import re
 from collections import Counter
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 from langgraph.checkpoint.memory import InMemorySaver
@@ -51,28 +53,57 @@ def check_pool_kwargs(pool_kwargs: object) -> str:
 
 # -- 14.2 ------------------------------------------------------------------------------
 
-HOLD_WAIT = 0.2  # seconds a run waits for a second run to join it inside the model
+SAFETY_WAIT = 0.5  # seconds: only a wrong answer (one lock for all threads) ever waits this long
+
+
+class _WatchedLocks(ThreadLocks):
+    """ThreadLocks that count how often a lock was asked for, and say so on ``changed``."""
+
+    def __init__(self, changed: asyncio.Event) -> None:
+        super().__init__()
+        self.asked = 0
+        self.changed = changed
+
+    @asynccontextmanager
+    async def hold(self, thread_id: str) -> AsyncIterator[None]:
+        self.asked += 1
+        self.changed.set()
+        async with super().hold(thread_id):
+            yield
 
 
 class _Overlap:
-    """A ``hold`` that waits (up to HOLD_WAIT) until another run is inside the model, and records the peak."""
+    """A ``hold`` that keeps a run in the model until a second run is inside too, or until the
+    other call has asked ``locks`` for its thread's lock (then it would wait for this run).
 
-    def __init__(self) -> None:
+    Events, not sleeps; :data:`SAFETY_WAIT` only ends a wait that nothing could end (a lock
+    the check cannot see). ``peak`` is the most runs that were inside at once.
+    """
+
+    def __init__(self, locks: _WatchedLocks, *, lock_releases: bool = True) -> None:
+        self.locks, self.changed, self.lock_releases = locks, locks.changed, lock_releases
+        self.asked_before = locks.asked
         self.inside = 0
         self.peak = 0
-        self.both = asyncio.Event()
+
+    def _released(self) -> bool:
+        """Once two runs were inside together (or the other asked for the lock), every run may go on."""
+        return self.peak >= 2 or (self.lock_releases and self.locks.asked >= self.asked_before + 2)
 
     async def hold(self) -> None:
         self.inside += 1
         self.peak = max(self.peak, self.inside)
-        if self.inside >= 2:
-            self.both.set()
+        self.changed.set()
         try:
-            await asyncio.wait_for(self.both.wait(), HOLD_WAIT)
+            async with asyncio.timeout(SAFETY_WAIT):
+                while not self._released():
+                    self.changed.clear()
+                    await self.changed.wait()
         except TimeoutError:
             pass
         finally:
             self.inside -= 1
+            self.changed.set()
 
 
 def _forks(saver: InMemorySaver, thread_id: str) -> int:
@@ -91,15 +122,15 @@ async def _turn(send: Any, locks: ThreadLocks, graph: Any, thread_id: str, text:
 async def _scenario(send: Any) -> dict[str, Any]:
     saver = InMemorySaver()
     graph = build_service_graph(saver)
-    locks = ThreadLocks()
+    locks = _WatchedLocks(asyncio.Event())
     first = await _turn(send, locks, graph, "one", "I'd like a window seat, please.", ServiceContext())
     if is_stub(first):
         return {"stub": True}
-    same = _Overlap()
+    same = _Overlap(locks)
     replies = await asyncio.gather(
         _turn(send, locks, graph, "one", "Actually, make it an aisle seat.", ServiceContext(hold=same.hold)),
         _turn(send, locks, graph, "one", "Where did I say I want to sit?", ServiceContext(hold=same.hold)))
-    other = _Overlap()
+    other = _Overlap(locks, lock_releases=False)  # two threads: only a second run inside releases
     await asyncio.gather(*(_turn(send, locks, graph, thread, "Hello.", ServiceContext(hold=other.hold))
                            for thread in ("two", "three")))
     state = await graph.aget_state({"configurable": {"thread_id": "one"}})
