@@ -60,7 +60,8 @@ def pytest_unconfigure(config):
 # ~4 from other work): xdist's loadscope hands out modules and notebooks in collection order
 # (`--no-loadscope-reorder`; its default order is by number of tests), so a long module
 # handed out late would run alone at the end.
-SLOWEST_FIRST = ("tests/course/test_grade_failures.py",  # 44
+SLOWEST_FIRST = ("14_persistent_service.ipynb",  # 45-70 under load (PostgreSQL and uvicorn start), both folders
+                 "tests/course/test_grade_failures.py",  # 44
                  "tests/helpers/test_servers.py",  # 34
                  "tests/course/test_grade_logic.py",  # 28
                  "tests/course/test_grade_chapters.py",  # 23

@@ -12,7 +12,8 @@ really take, as a container's limit sees it) and the resident set size elsewhere
 shared pages count in every process, an upper bound).
 Targets: own work <= 2 s, peak <= 250 MB. A full run (no chapters named) also prints the
 command ledger's accepted commands per second next to a plain ``INSERT OR IGNORE`` loop on
-the same file (``--ledger`` prints only that).
+the same file (``--ledger`` prints only that), and chapter 14's load measurement of its
+service (``--service`` prints only that: PostgreSQL and uvicorn start, about 150 requests).
 
 ``--left-open`` measures a learner who never shuts a kernel down: it runs the chapters one
 after the other, each in its own kernel that stays open, and prints the memory of all of
@@ -157,11 +158,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--folder", choices=("solutions", "notebooks"), default="solutions")
     parser.add_argument("--ledger", action="store_true", help="only the command ledger's benchmark")
+    parser.add_argument("--service", action="store_true", help="only chapter 14's service load measurement")
     parser.add_argument("--left-open", action="store_true",
                         help="keep every chapter's kernel open and report their memory together")
     args = parser.parse_args(argv)
     if args.ledger:
         print_ledger_benchmark()
+        return 0
+    if args.service:
+        print_service_benchmark()
         return 0
     if args.left_open:
         rows = memory_left_open(select(args.chapters, ROOT / args.folder))
@@ -176,6 +181,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args.chapters:
         print()
         print_ledger_benchmark()
+        print()
+        print_service_benchmark()
     return 0
 
 
@@ -191,6 +198,16 @@ def print_ledger_benchmark() -> None:
           f"synchronous={result['synchronous']}, one commit per row, taking turns; ratio: median of the "
           "repeats, lowest-highest):")
     print(format_table(rows_for_table(result)))
+
+
+def print_service_benchmark() -> None:
+    """Chapter 14's load measurement: the service on PostgreSQL, 1/8/32 clients, three set-ups (one run)."""
+    from helpers import service_load
+
+    rows = service_load.benchmark_service()
+    print(f"chapter 14's service (uvicorn + PostgreSQL on this machine: {service_load.machine()}), "
+          "at least 8 requests per row, one run:")
+    print(format_table(service_load.rounded(rows)))
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ and what it holds. ``tests/course/test_architecture.py`` keeps the chapter lists
     checkpoint_anatomy      02        structural views of a checkpoint and of a saver's tables
     checkpoint_ids          04        uuid6 checkpoint IDs read field by field; the parent chain
     checkpoints             02 03 04 05 06 09 10 11 12 16  history tables with stable labels (C0, C1, …)
-    checks                  00 01 02 03 04 05 06 07 08 09 10 11 12 13 16  the exercise checks and their protocol
+    checks                  00 01 02 03 04 05 06 07 08 09 10 11 12 13 14 16  the exercise checks and their protocol
     conformance             16        LangGraph's checkpointer conformance suite, run from a cell or a check
     counting_saver          02 08 16  a saver wrapper that counts (and can slow) each call
     durability_costs        08        what each durability mode costs, as medians and ratios
@@ -32,15 +32,17 @@ and what it holds. ``tests/course/test_architecture.py`` keeps the chapter lists
     ledger                  10 11     the SQLite command ledger, a package: schema, acceptance, delivery, service, …
     multitask               13        double-texting on the Agent Server, made deterministic
     namespaces              05        the trip planner's nested subgraphs (saved from 05), namespace views
+    persistent_service      14        the travel assistant as a FastAPI service on AsyncPostgresSaver (saved from 14)
     preloaded_processes     07 10 12  child processes forked from a server that imported LangGraph once
     processes               00 01     real child Python processes (fresh interpreters)
     serializer_safety       12        custom types in state, the msgpack allowlist, the advisories
     server_checkpointer     16        the factory langgraph.json names: a FolderSaver for the Agent Server
-    servers                 12 13 16  a private PostgreSQL and a local Agent Server, always stopped
+    servers                 12 13 14 16  a private PostgreSQL, a local Agent Server, your own ASGI app; always stopped
+    service_load            14        concurrent HTTP clients against chapter 14's service; latency, checkpoints/s, plot
     state_growth            12        trimming, summaries, references instead of content
     step_timeline           03        the booking flow (saved from 03) and super-steps made visible
     tenancy                 10        one opaque thread per owned conversation, with an access check
-    text_tables             02 03 04 05 06 07 08 10 11 12 13  plain-text tables for notebooks
-    travel_graphs           01 02 04 09 10 11 12 13 16  the running example: chat graph (saved from 01)
+    text_tables             02 03 04 05 06 07 08 10 11 12 13 14  plain-text tables for notebooks
+    travel_graphs           01 02 04 09 10 11 12 13 14 16  the running example: chat graph (saved from 01)
     worker_faults           13        a run whose worker goes away: node-start logs, the server's task cancelled
 """

@@ -24,12 +24,14 @@ The modules, one per part:
 - :mod:`helpers.servers.running`: the server's description, ports, logs, owned temp dirs;
 - :mod:`helpers.servers.lifecycle`: launching, waiting, stopping, finding leftovers;
 - :mod:`helpers.servers.watchdog`: the standalone watchdog script;
-- :mod:`helpers.servers.postgres` and :mod:`helpers.servers.agent`: the two servers.
+- :mod:`helpers.servers.postgres`, :mod:`helpers.servers.agent` and :mod:`helpers.servers.asgi`
+  (your own ASGI app on uvicorn, chapter 14): the servers.
 
 POSIX only (Linux, macOS): it relies on process groups.
 """
 
 from .agent import AGENT_SERVER_INSTALL_HINT, LANGGRAPH_CLI_MODULES, OFFLINE_AGENT_ENV, agent_config, agent_server
+from .asgi import ASGI_STOP_SIGNAL, asgi_server, uvicorn_argv
 from .lifecycle import _STARTED, _group_members, leftover_server_processes
 from .postgres import (
     PGSERVER_PACKAGE,
@@ -61,11 +63,13 @@ from .running import (
 )
 
 __all__ = [
-    "AGENT_SERVER_INSTALL_HINT", "HOST", "INSTALL_HINT", "LANGGRAPH_CLI_MODULES", "LOG_MARKER", "LOG_TAIL_LINES",
+    "AGENT_SERVER_INSTALL_HINT", "ASGI_STOP_SIGNAL", "HOST", "INSTALL_HINT", "LANGGRAPH_CLI_MODULES", "LOG_MARKER",
+    "LOG_TAIL_LINES",
     "OFFLINE_AGENT_ENV", "OWNER_FILE", "PGSERVER_PACKAGE", "POSTGRES_BIN_ENV", "POSTGRES_INSTALL_HINT",
     "POSTGRES_STOP_SIGNAL", "RUN_ENV", "STOP_GRACE", "SYSTEM_POSTGRES_GLOBS", "TEMP_PREFIX", "THROWAWAY_SETTINGS",
     "UNPRIVILEGED_USER",
     "PortInUseError", "RunningServer", "ServerNotInstalledError", "ServerStartError", "agent_config", "agent_server",
+    "asgi_server", "uvicorn_argv",
     "find_postgres_bin_dir", "free_port", "leftover_server_processes", "log_tail", "port_is_free",
     "postgres_server", "_STARTED", "_group_members",
 ]
