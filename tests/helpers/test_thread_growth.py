@@ -1,0 +1,44 @@
+"""helpers.thread_growth: what a SQLite thread stores, message copies, delta-history reads, the growth plot."""
+
+import sqlite3
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
+from langgraph.checkpoint.sqlite import SqliteSaver  # noqa: E402
+
+from helpers.thread_growth import HistoryReads, message_copies, plot_growth, sqlite_stored  # noqa: E402
+from helpers.travel_graphs import build_chat_graph, say  # noqa: E402
+
+
+def test_sqlite_stored_and_message_copies_grow_quadratically():
+    conn = sqlite3.connect(":memory:", check_same_thread=False)
+    saver = SqliteSaver(conn)
+    saver.setup()
+    graph = build_chat_graph(saver)
+    assert sqlite_stored(conn, "t") == {"checkpoints": 0, "writes": 0, "bytes": 0}
+    for n in range(4):
+        say(graph, "t", f"turn {n}")
+    stored = sqlite_stored(conn, "t")
+    assert stored["checkpoints"] == 12 and stored["writes"] > 0 and stored["bytes"] > 0
+    assert message_copies(saver, "t") == 3 * 4 * 4
+    assert message_copies(saver, "other") == 0
+    conn.close()
+
+
+def test_history_reads_counts_and_restores():
+    saver = InMemorySaver()
+    original = saver.get_delta_channel_history
+    with HistoryReads(saver) as reads:
+        saver.get_delta_channel_history(config={"configurable": {"thread_id": "none"}}, channels=["messages"])
+    assert reads.calls == 1 and reads.writes == 0
+    assert saver.get_delta_channel_history == original
+
+
+def test_plot_growth_prints_ratios(capsys):
+    ax = plot_growth({"a": [10, 20, 30, 40, 50], "b": [5, 5, 5, 5, 5]}, unit=10, unit_name="ten bytes")
+    out = capsys.readouterr().out
+    assert "in units of ten bytes" in out and "5.0" in out and "0.5" in out
+    assert len(ax.lines) == 2
