@@ -7,7 +7,7 @@
   checkpoint);
 - :class:`HistoryReads` counts what a saver's ``get_delta_channel_history`` hands back, which
   is the read cost of rebuilding a ``DeltaChannel`` value from its ancestors;
-- :func:`plot_growth` prints the numbers it plots, then draws them.
+- :func:`plot_growth` prints what it plots as stable facts (growth, order), then draws it.
 """
 
 from __future__ import annotations
@@ -19,8 +19,6 @@ from typing import Any
 import matplotlib.pyplot as plt
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from matplotlib.axes import Axes
-
-from .text_tables import format_table
 
 
 def sqlite_stored(conn: sqlite3.Connection, thread_id: str) -> dict[str, int]:
@@ -76,25 +74,28 @@ class HistoryReads:
         del self.saver.get_delta_channel_history
 
 
-def plot_growth(series: Mapping[str, Sequence[int]], *, unit: int, unit_name: str,
-                title: str = "Bytes stored by one thread", ax: Axes | None = None) -> Axes:
-    """Print, then plot, bytes against turns: one line per entry of ``series`` (index i = turn i + 1).
+def plot_growth(series: Mapping[str, Sequence[int]], *, title: str = "Bytes stored by one thread",
+                ax: Axes | None = None) -> Axes:
+    """Print what the plot shows as stable facts, then plot bytes against turns (index i = turn i + 1).
 
-    The printed table shows turn 1 and every fifth turn in multiples of ``unit`` (one
-    decimal), so that the numbers are ratios rather than raw byte counts; the plot uses the
-    same units.
+    Byte counts vary a little from run to run (a saver ends each channel version with a
+    random number of digits), so what is printed is the growth from half the turns to all
+    of them, to the nearest 0.5, and the order of the series at the last turn. The plot
+    uses kilobytes.
     """
     turns = len(next(iter(series.values())))
-    shown = [t for t in range(1, turns + 1) if t % 5 == 0 or t == 1]
-    rows = [{"turn": t, **{name: f"{values[t - 1] / unit:.1f}" for name, values in series.items()}} for t in shown]
-    print(f"bytes stored, in units of {unit_name}:")
-    print(format_table(rows))
+    half = turns // 2
+    print(f"from {half} to {turns} turns, the bytes stored grow (to the nearest 0.5):")
+    for name, values in series.items():
+        print(f"  {name}: ×{round(2 * values[-1] / values[half - 1]) / 2}")
+    ordered = sorted(series, key=lambda name: series[name][-1], reverse=True)
+    print(f"largest to smallest after {turns} turns:", ", ".join(ordered))
     if ax is None:
         _, ax = plt.subplots(figsize=(7, 3))
     for name, values in series.items():
-        ax.plot(range(1, turns + 1), [v / unit for v in values], marker=".", label=name)
+        ax.plot(range(1, turns + 1), [v / 1000 for v in values], marker=".", label=name)
     ax.set_xlabel("turns")
-    ax.set_ylabel(f"stored, × {unit_name}")
+    ax.set_ylabel("kB stored")
     ax.set_title(title)
     ax.legend()
     return ax

@@ -37,8 +37,9 @@ def test_history_reads_counts_and_restores():
     assert saver.get_delta_channel_history == original
 
 
-def test_plot_growth_prints_ratios(capsys):
-    ax = plot_growth({"a": [10, 20, 30, 40, 50], "b": [5, 5, 5, 5, 5]}, unit=10, unit_name="ten bytes")
+def test_plot_growth_prints_stable_facts(capsys):
+    ax = plot_growth({"a": [10, 20, 30, 40], "b": [5, 5, 5, 6]})
     out = capsys.readouterr().out
-    assert "in units of ten bytes" in out and "5.0" in out and "0.5" in out
+    assert "from 2 to 4 turns" in out and "a: ×2.0" in out and "b: ×1.0" in out
+    assert "largest to smallest after 4 turns: a, b" in out
     assert len(ax.lines) == 2
