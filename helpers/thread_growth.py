@@ -7,7 +7,7 @@
   checkpoint);
 - :class:`HistoryReads` counts what a saver's ``get_delta_channel_history`` hands back, which
   is the read cost of rebuilding a ``DeltaChannel`` value from its ancestors;
-- :func:`plot_growth` prints what it plots as stable facts (growth, order), then draws it.
+- :func:`print_growth` prints what :func:`plot_growth` draws, as stable facts (growth, order).
 """
 
 from __future__ import annotations
@@ -74,14 +74,12 @@ class HistoryReads:
         del self.saver.get_delta_channel_history
 
 
-def plot_growth(series: Mapping[str, Sequence[int]], *, title: str = "Bytes stored by one thread",
-                ax: Axes | None = None) -> Axes:
-    """Print what the plot shows as stable facts, then plot bytes against turns (index i = turn i + 1).
+def print_growth(series: Mapping[str, Sequence[int]]) -> None:
+    """Print what :func:`plot_growth` draws, as stable facts (index i of a series = turn i + 1).
 
     Byte counts vary a little from run to run (a saver ends each channel version with a
-    random number of digits), so what is printed is the growth from half the turns to all
-    of them, to the nearest 0.5, and the order of the series at the last turn. The plot
-    uses kilobytes.
+    random number of digits), so this prints the growth from half the turns to all of them,
+    to the nearest 0.5, and the order of the series at the last turn.
     """
     turns = len(next(iter(series.values())))
     half = turns // 2
@@ -90,6 +88,12 @@ def plot_growth(series: Mapping[str, Sequence[int]], *, title: str = "Bytes stor
         print(f"  {name}: ×{round(2 * values[-1] / values[half - 1]) / 2}")
     ordered = sorted(series, key=lambda name: series[name][-1], reverse=True)
     print(f"largest to smallest after {turns} turns:", ", ".join(ordered))
+
+
+def plot_growth(series: Mapping[str, Sequence[int]], *, title: str = "Bytes stored by one thread",
+                ax: Axes | None = None) -> Axes:
+    """Plot kilobytes stored against turns, one line per series (:func:`print_growth` prints the facts)."""
+    turns = len(next(iter(series.values())))
     if ax is None:
         _, ax = plt.subplots(figsize=(7, 3))
     for name, values in series.items():

@@ -9,7 +9,13 @@ matplotlib.use("Agg")
 from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
 from langgraph.checkpoint.sqlite import SqliteSaver  # noqa: E402
 
-from helpers.thread_growth import HistoryReads, message_copies, plot_growth, sqlite_stored  # noqa: E402
+from helpers.thread_growth import (  # noqa: E402
+    HistoryReads,
+    message_copies,
+    plot_growth,
+    print_growth,
+    sqlite_stored,
+)
 from helpers.travel_graphs import build_chat_graph, say  # noqa: E402
 
 
@@ -38,7 +44,9 @@ def test_history_reads_counts_and_restores():
 
 
 def test_plot_growth_prints_stable_facts(capsys):
-    ax = plot_growth({"a": [10, 20, 30, 40], "b": [5, 5, 5, 6]})
+    series = {"a": [10, 20, 30, 40], "b": [5, 5, 5, 6]}
+    print_growth(series)
+    ax = plot_growth(series)
     out = capsys.readouterr().out
     assert "from 2 to 4 turns" in out and "a: ×2.0" in out and "b: ×1.0" in out
     assert "largest to smallest after 4 turns: a, b" in out
