@@ -18,7 +18,7 @@ and what it holds. ``tests/course/test_architecture.py`` keeps the chapter lists
     checkpoint_anatomy      02        structural views of a checkpoint and of a saver's tables
     checkpoint_ids          04        uuid6 checkpoint IDs read field by field; the parent chain
     checkpoints             02 03 04 05 06 09 10 11 12 16  history tables with stable labels (C0, C1, …)
-    checks                  00 01 02 03 04 05 06 07 08 09 10 11 12 13 14 16  the exercise checks and their protocol
+    checks                  00 01 02 03 04 05 06 07 08 09 10 11 12 13 14 15 16  the exercise checks and their protocol
     conformance             16        LangGraph's checkpointer conformance suite, run from a cell or a check
     counting_saver          02 08 16  a saver wrapper that counts (and can slow) each call
     durability_costs        08        what each durability mode costs, as medians and ratios
@@ -42,7 +42,8 @@ and what it holds. ``tests/course/test_architecture.py`` keeps the chapter lists
     state_growth            12        trimming, summaries, references instead of content
     step_timeline           03        the booking flow (saved from 03) and super-steps made visible
     tenancy                 10        one opaque thread per owned conversation, with an access check
-    text_tables             02 03 04 05 06 07 08 10 11 12 13 14  plain-text tables for notebooks
-    travel_graphs           01 02 04 09 10 11 12 13 14 16  the running example: chat graph (saved from 01)
+    text_tables             02 03 04 05 06 07 08 10 11 12 13 14 15  plain-text tables for notebooks
+    thread_growth           15        TODO
+    travel_graphs           01 02 04 09 10 11 12 13 14 15 16  the running example: chat graph (saved from 01)
     worker_faults           13        a run whose worker goes away: node-start logs, the server's task cancelled
 """

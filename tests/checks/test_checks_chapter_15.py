@@ -1,0 +1,217 @@
+"""Wrong answers for chapter 15's exercises must fail with a hint; the nearest visible cells must not pass."""
+
+import functools
+
+from langgraph.graph.message import add_messages
+
+from helpers.checks import PASSED, evaluate
+
+# -- 15.1: copies_stored(turns, durability) ---------------------------------------------
+
+
+def right_copies(turns, durability):
+    return turns * (turns + 1) if durability == "exit" else 3 * turns * turns
+
+
+def ignores_durability(turns, durability):
+    return 3 * turns * turns
+
+
+def exit_as_a_third(turns, durability):
+    return 3 * turns * turns // 3 if durability == "exit" else 3 * turns * turns
+
+
+def no_input_checkpoint(turns, durability):
+    """Counts the input checkpoint of turn k as holding 2k messages, like the other two."""
+    return turns * (turns + 1) if durability == "exit" else 3 * turns * (turns + 1)
+
+
+def linear(turns, durability):
+    return 2 * turns
+
+
+def returns_a_float(turns, durability):
+    return float(right_copies(turns, durability))
+
+
+def raises_on_exit(turns, durability):
+    return {"sync": 3 * turns * turns}[durability]
+
+
+# -- 15.2: apply_seat_changes(seats, writes) --------------------------------------------
+
+
+def right_seats(seats, writes):
+    result = dict(seats)
+    for changes in writes:
+        for passenger, seat in changes.items():
+            if seat is None:
+                result.pop(passenger, None)
+            else:
+                result[passenger] = seat
+    return result
+
+
+def last_write_only(seats, writes):
+    return right_seats(seats, writes[-1:])
+
+
+def mutates(seats, writes):
+    for changes in writes:
+        for passenger, seat in changes.items():
+            if seat is None:
+                seats.pop(passenger, None)
+            else:
+                seats[passenger] = seat
+    return seats
+
+
+def stores_none(seats, writes):
+    result = dict(seats)
+    for changes in writes:
+        result.update(changes)
+    return result
+
+
+def first_write_wins(seats, writes):
+    return right_seats(seats, list(reversed(writes)))
+
+
+def returns_items(seats, writes):
+    return sorted(right_seats(seats, writes).items())
+
+
+def forgets_the_old_value(seats, writes):
+    return right_seats({}, writes)
+
+
+# -- 15.3: erase_user(saver, store, user_id) --------------------------------------------
+
+
+def _threads_of(saver, user_id):
+    return {c.config["configurable"]["thread_id"] for c in saver.list(None, filter={"user_id": user_id})}
+
+
+def delete_threads_where(saver, **metadata):
+    """The chapter's cell 'delete_threads_where' of section Retention, as shown."""
+    doomed = sorted({c.config["configurable"]["thread_id"] for c in saver.list(None, filter=metadata)})
+    for thread_id in doomed:
+        saver.delete_thread(thread_id)
+    return doomed
+
+
+def right_erase(saver, store, user_id):
+    for thread_id in _threads_of(saver, user_id):
+        saver.delete_thread(thread_id)
+    while items := store.search(("memories", user_id), limit=100):
+        for item in items:
+            store.delete(item.namespace, item.key)
+
+
+def default_limit(saver, store, user_id):
+    for thread_id in _threads_of(saver, user_id):
+        saver.delete_thread(thread_id)
+    for item in store.search(("memories", user_id)):
+        store.delete(item.namespace, item.key)
+
+
+def exact_namespace_only(saver, store, user_id):
+    for thread_id in _threads_of(saver, user_id):
+        saver.delete_thread(thread_id)
+    for item in store.search(("memories", user_id), limit=1000):
+        if item.namespace == ("memories", user_id):
+            store.delete(item.namespace, item.key)
+
+
+def memories_only(saver, store, user_id):
+    for item in store.search(("memories", user_id), limit=1000):
+        store.delete(item.namespace, item.key)
+
+
+def every_thread(saver, store, user_id):
+    for thread_id in {c.config["configurable"]["thread_id"] for c in saver.list(None)}:
+        saver.delete_thread(thread_id)
+    right_erase(saver, store, user_id)
+
+
+def every_memory(saver, store, user_id):
+    for thread_id in _threads_of(saver, user_id):
+        saver.delete_thread(thread_id)
+    for item in store.search(("memories",), limit=1000):
+        store.delete(item.namespace, item.key)
+
+
+def by_thread_name(saver, store, user_id):
+    for thread_id in {c.config["configurable"]["thread_id"] for c in saver.list(None)}:
+        if thread_id.startswith(user_id):
+            saver.delete_thread(thread_id)
+    right_erase(saver, store, user_id)
+
+
+WRONG_ANSWERS = {
+    "15.1": [
+        ((ignores_durability,), "with durability='exit' each turn saves one checkpoint"),
+        ((exit_as_a_third,), "with durability='exit'"),
+        ((no_input_checkpoint,), "the input one, before the new message is applied"),
+        ((linear,), "a real run stores"),
+        ((returns_a_float,), "expected an int"),
+        ((raises_on_exit,), "raised KeyError on turns=7, durability='exit'"),
+        ((42,), "expected a function"),
+    ],
+    "15.2": [
+        ((last_write_only,), "only the last write of the batch"),
+        ((mutates,), "changed the dict it was given"),
+        ((stores_none,), "does not store None"),
+        ((first_write_wins,), "a later one wins"),
+        ((returns_items,), "return the new dict"),
+        ((forgets_the_old_value,), "not batching-invariant"),
+        (("seats",), "expected a function"),
+    ],
+    "15.3": [
+        ((default_limit,), "10 by default"),
+        ((exact_namespace_only,), "namespaces below it"),
+        ((memories_only,), "Ana's threads ['ana-1', 'ana-2'] are still there"),
+        ((every_thread,), "other users' threads must stay"),
+        ((every_memory,), "belongs to someone else"),
+        ((by_thread_name,), "other users' threads must stay"),
+        ((None,), "expected a function"),
+    ],
+}
+
+
+def add_message_batch(messages, writes):
+    """The chapter's cell 'add_message_batch' of section DeltaChannel, as shown."""
+    return functools.reduce(add_messages, writes, messages)
+
+
+# What a learner gets by pasting the nearest visible cell (or reading a visible number).
+COPY_ATTACKS = {
+    "15.1": [((ignores_durability,), "the 1,200 messages printed for 20 default turns, read as 3·N², for both modes"),
+             ((lambda turns, durability: 3 * turns * (turns + 1),),
+              "the prose's 'each turn k stores about 6k messages', summed, for both modes")],
+    "15.2": [((add_message_batch,), "the cell 'add_message_batch' (functools.reduce over add_messages)"),
+             ((lambda seats, writes: {**seats, **writes[-1]} if writes else seats,),
+              "the cell 'last_write_only', turned into dicts")],
+    "15.3": [((lambda saver, store, user_id: delete_threads_where(saver, user_id=user_id),),
+              "the cell 'delete_threads_where' of section Retention, with user_id as the metadata")],
+}
+
+
+def test_copy_attacks_do_not_pass():
+    for exercise, attacks in COPY_ATTACKS.items():
+        for args, what in attacks:
+            assert evaluate(exercise, *args).status != PASSED, f"{exercise}: pasting {what} passes"
+
+
+def test_wrong_answers_fail_with_their_hint():
+    for exercise, cases in WRONG_ANSWERS.items():
+        for args, hint in cases:
+            result = evaluate(exercise, *args)
+            assert result.status == "failed", (exercise, args, result)
+            assert hint in result.message, (exercise, hint, result.message)
+
+
+def test_right_answers_pass():
+    assert evaluate("15.1", right_copies).status == PASSED
+    assert evaluate("15.2", right_seats).status == PASSED
+    assert evaluate("15.3", right_erase).status == PASSED
