@@ -43,7 +43,7 @@ and what it holds. ``tests/course/test_architecture.py`` keeps the chapter lists
     step_timeline           03        the booking flow (saved from 03) and super-steps made visible
     tenancy                 10        one opaque thread per owned conversation, with an access check
     text_tables             02 03 04 05 06 07 08 10 11 12 13 14 15  plain-text tables for notebooks
-    thread_growth           15        TODO
+    thread_growth           15        bytes and messages a thread stores per turn, and DeltaChannel replay counts
     travel_graphs           01 02 04 09 10 11 12 13 14 15 16  the running example: chat graph (saved from 01)
     worker_faults           13        a run whose worker goes away: node-start logs, the server's task cancelled
 """
