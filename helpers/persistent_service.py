@@ -38,7 +38,7 @@ from pydantic import BaseModel
 from . import travel_graphs
 
 
-# saved as helpers.persistent_service.ServiceContext
+# shown in solutions/14_persistent_service.ipynb
 @dataclass
 class ServiceContext:
     """Per-request values for a run; runtime context is never saved in a checkpoint."""
@@ -46,7 +46,7 @@ class ServiceContext:
     hold: Callable[[], Awaitable[None]] | None = None  # awaited where a model call would take time
 
 
-# saved as helpers.persistent_service.build_service_graph
+# shown in solutions/14_persistent_service.ipynb
 def build_service_graph(checkpointer: BaseCheckpointSaver | None = None) -> CompiledStateGraph:
     """Chapter 01's assistant with an async node: START -> reply -> END on MessagesState."""
 
@@ -62,11 +62,11 @@ def build_service_graph(checkpointer: BaseCheckpointSaver | None = None) -> Comp
     return builder.compile(checkpointer=checkpointer)
 
 
-# saved as helpers.persistent_service.CONNECTION_KWARGS
+# shown in solutions/14_persistent_service.ipynb
 CONNECTION_KWARGS = {"autocommit": True, "row_factory": dict_row, "prepare_threshold": 0}
 
 
-# saved as helpers.persistent_service.open_pool
+# shown in solutions/14_persistent_service.ipynb
 def open_pool(url: str, *, max_size: int = 4, **settings: Any) -> AsyncConnectionPool:
     """A pool for the savers (not yet open: ``async with`` opens and closes it).
 
@@ -77,7 +77,7 @@ def open_pool(url: str, *, max_size: int = 4, **settings: Any) -> AsyncConnectio
                                check=AsyncConnectionPool.check_connection, open=False)
 
 
-# saved as helpers.persistent_service.ThreadLocks
+# shown in solutions/14_persistent_service.ipynb
 class ThreadLocks:
     """One ``asyncio.Lock`` per thread_id, in this process; a lock no request holds or awaits is dropped."""
 
@@ -98,7 +98,7 @@ class ThreadLocks:
                 del self._locks[thread_id], self._users[thread_id]
 
 
-# saved as helpers.persistent_service.advisory_lock
+# shown in solutions/14_persistent_service.ipynb
 @asynccontextmanager
 async def advisory_lock(pool: AsyncConnectionPool, thread_id: str) -> AsyncIterator[None]:
     """Hold PostgreSQL's advisory lock for ``thread_id`` in a transaction on one pool connection.
@@ -112,7 +112,7 @@ async def advisory_lock(pool: AsyncConnectionPool, thread_id: str) -> AsyncItera
         yield
 
 
-# saved as helpers.persistent_service.Rendezvous
+# shown in solutions/14_persistent_service.ipynb
 class Rendezvous:
     """Per thread: how many requests arrived, how many runs are inside the stand-in model.
 
@@ -135,11 +135,11 @@ class Rendezvous:
             await self.changed.wait_for(lambda: self.counts[kind][thread_id] >= count)
 
 
-# saved as helpers.persistent_service.DATABASE_URL_ENV
+# shown in solutions/14_persistent_service.ipynb
 DATABASE_URL_ENV = "SERVICE_DATABASE_URL"
 
 
-# saved as helpers.persistent_service.Service
+# shown in solutions/14_persistent_service.ipynb
 @dataclass
 class Service:
     """What the lifespan opened: one graph per set-up, the locks and the lock pool."""
@@ -158,7 +158,7 @@ class Service:
         return AsyncExitStack()  # nothing to hold
 
 
-# saved as helpers.persistent_service.lifespan
+# shown in solutions/14_persistent_service.ipynb
 @asynccontextmanager
 async def lifespan(application: FastAPI) -> AsyncIterator[None]:
     """Open the savers before the first request; close them after the last one."""
@@ -178,7 +178,7 @@ async def lifespan(application: FastAPI) -> AsyncIterator[None]:
     print("lifespan: closed", flush=True)
 
 
-# saved as helpers.persistent_service.Message
+# shown in solutions/14_persistent_service.ipynb
 class Message(BaseModel):
     """A request body: the user's text, and optionally where its run should hold."""
 
@@ -188,21 +188,21 @@ class Message(BaseModel):
     count: int = 0
 
 
-# saved as helpers.persistent_service.app
+# shown in solutions/14_persistent_service.ipynb
 app = FastAPI(lifespan=lifespan)
 
 
-# saved as helpers.persistent_service.Setup
+# shown in solutions/14_persistent_service.ipynb
 Setup = Literal["single", "pool", "serialized", "advisory"]
 
 
-# saved as helpers.persistent_service.health
+# shown in solutions/14_persistent_service.ipynb
 @app.get("/health")
 async def health() -> dict[str, bool]:
     return {"ok": True}
 
 
-# saved as helpers.persistent_service.send_message
+# shown in solutions/14_persistent_service.ipynb
 @app.post("/{setup}/threads/{thread_id}/messages")
 async def send_message(setup: Setup, thread_id: str, message: Message, request: Request) -> dict[str, Any]:
     """Run one turn of the assistant on ``thread_id`` and return its reply."""
@@ -223,7 +223,7 @@ async def send_message(setup: Setup, thread_id: str, message: Message, request: 
     return {"reply": result["messages"][-1].content, "messages": len(result["messages"])}
 
 
-# saved as helpers.persistent_service.read_state
+# shown in solutions/14_persistent_service.ipynb
 @app.get("/{setup}/threads/{thread_id}/state")
 async def read_state(setup: Setup, thread_id: str, request: Request) -> dict[str, Any]:
     """The thread's latest state: its messages and the nodes that would run next."""
@@ -231,7 +231,7 @@ async def read_state(setup: Setup, thread_id: str, request: Request) -> dict[str
     return {"messages": [m.content for m in snapshot.values.get("messages", [])], "next": list(snapshot.next)}
 
 
-# saved as helpers.persistent_service.wait_until
+# shown in solutions/14_persistent_service.ipynb
 @app.get("/threads/{thread_id}/{kind}")
 async def wait_until(thread_id: str, kind: Literal["arrived", "inside"], count: int, request: Request) -> dict:
     """Answer once ``count`` requests on the thread have arrived / are inside the stand-in model."""
@@ -239,7 +239,7 @@ async def wait_until(thread_id: str, kind: Literal["arrived", "inside"], count: 
     return {kind: count}
 
 
-# saved as helpers.persistent_service.knock
+# shown in solutions/14_persistent_service.ipynb
 @app.post("/threads/{thread_id}/knock")
 async def knock(thread_id: str, request: Request) -> dict:
     """Count as one more arrival on the thread, without running anything (releases a held run)."""
@@ -247,7 +247,7 @@ async def knock(thread_id: str, request: Request) -> dict:
     return {"knocked": thread_id}
 
 
-# saved as helpers.persistent_service.database_error
+# shown in solutions/14_persistent_service.ipynb
 @app.exception_handler(psycopg.Error)
 async def database_error(request: Request, error: psycopg.Error) -> JSONResponse:
     """A database error becomes a 503 that names it (no traceback leaves the server)."""
