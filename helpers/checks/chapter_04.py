@@ -107,10 +107,22 @@ def _shape(saver: Any, thread_id: str) -> list[tuple[Any, ...]]:
     rows = []
     for item in saver.list({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}):
         parent = item.parent_config["configurable"]["checkpoint_id"] if item.parent_config else None
-        writes = sorted((task, channel, repr(value)) for task, channel, value in item.pending_writes or [])
+        writes = sorted((task, channel, repr(_canonical(value))) for task, channel, value in item.pending_writes or [])
         rows.append((item.checkpoint["id"], parent, item.metadata.get("step"), writes,
-                     repr(sorted(item.checkpoint["channel_values"].items()))))
+                     repr(sorted((k, _canonical(v)) for k, v in item.checkpoint["channel_values"].items()))))
     return sorted(rows)
+
+
+def _canonical(value: Any) -> Any:
+    """``value`` with every set sorted: two equal sets can print in different orders (a join
+    channel holds one), so comparing their reprs would depend on how each set was built."""
+    if isinstance(value, (set, frozenset)):
+        return ("set", sorted(map(repr, value)))
+    if isinstance(value, dict):
+        return {k: _canonical(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_canonical(v) for v in value)
+    return value
 
 
 @exercise("04.2")
