@@ -61,15 +61,16 @@ __all__ = ["PER_KERNEL_ENV", "PRELOAD", "SWITCH", "ForkedKernel", "ForkingProvis
 PRELOAD = ("ipykernel.kernelapp", "langchain_core.messages", "langgraph.graph", "langgraph.types", "langgraph.func",
            "langgraph.checkpoint.memory", "langgraph.checkpoint.sqlite", "langgraph.checkpoint.postgres")
 # Set per kernel and read only after the kernel started (tempfile reads TMPDIR on first use;
-# the zygote refuses to serve if an import fixed it): one zygote serves kernels that differ in them.
-PER_KERNEL_ENV = frozenset({"JPY_PARENT_PID", "JPY_SESSION_NAME", "TMPDIR", "TEMP", "TMP"})
+# the zygote refuses to serve if an import fixed it), or changed by pytest for every test item
+# (nbval's too): one zygote serves kernels that differ in them.
+PER_KERNEL_ENV = frozenset({"JPY_PARENT_PID", "JPY_SESSION_NAME", "TMPDIR", "TEMP", "TMP", "PYTEST_CURRENT_TEST"})
 SWITCH = "COURSE_FORK_KERNELS"  # "0": every kernel is a fresh interpreter, as jupyter_client starts it
 READY_TIMEOUT = 120.0  # seconds the zygote gets for its imports; a loaded machine needs many
 REPLY_TIMEOUT = 30.0  # seconds the zygote gets to answer a request to fork
 MAX_IDLE_ZYGOTES = 2  # per process; a zygote with running kernels is never closed for room
-BOOT = ("import importlib.util, sys; spec = importlib.util.spec_from_file_location({name!r}, sys.argv[1]); "
+BOOT = ("import importlib.util, sys; spec = importlib.util.spec_from_file_location(sys.argv[2], sys.argv[1]); "
         "zygote = importlib.util.module_from_spec(spec); sys.modules[spec.name] = zygote; "
-        "spec.loader.exec_module(zygote); del spec; zygote.main()").format(name=zygote_module.MODULE_NAME)
+        "spec.loader.exec_module(zygote); del spec; zygote.main()")  # argv: this file, its module name, ...
 LAUNCHER = "ipykernel_launcher"
 
 
@@ -111,8 +112,8 @@ class ForkedKernel:
 class Zygote:
     """A zygote process (see :mod:`course.zygote`) started with ``env``, and the thread that reads its replies."""
 
-    def __init__(self, env: dict[str, str], preload: tuple[str, ...] = PRELOAD) -> None:
-        self.preload = preload
+    def __init__(self, env: dict[str, str], preload: tuple[str, ...] | None = None) -> None:
+        self.preload = PRELOAD if preload is None else tuple(preload)
         self.changed = threading.Condition()
         self.ready = False
         self.ended = False
@@ -124,9 +125,13 @@ class Zygote:
         self.last_used = time.monotonic()
         self.sock, theirs = socket.socketpair()
         with theirs:
-            env = {k: v for k, v in env.items() if k != "JPY_PARENT_PID"}  # the zygote sets its own pid
+            # The variables of one kernel are not the zygote's: it gets this process's (ps and
+            # psutil show a forked kernel with the environment its zygote started with).
+            env = {k: v for k, v in env.items() if k not in PER_KERNEL_ENV}
+            env.update({k: os.environ[k] for k in PER_KERNEL_ENV - {"JPY_PARENT_PID"} if k in os.environ})
             self.process = subprocess.Popen(
-                [sys.executable, "-c", BOOT, zygote_module.__file__, str(theirs.fileno()), *preload],
+                [sys.executable, "-c", BOOT, zygote_module.__file__, zygote_module.MODULE_NAME, str(theirs.fileno()),
+                 *self.preload],
                 pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL, env=env, start_new_session=True)  # Ctrl-C in a terminal is not for it
         self._reader = threading.Thread(target=self._read, daemon=True, name="kernel-zygote-replies")
@@ -245,11 +250,12 @@ def _make_room() -> None:
 
 
 @atexit.register
-def close_zygotes() -> None:
-    """End every zygote of this process (and its kernels); also run at exit."""
+def close_zygotes(env: dict[str, str] | None = None) -> None:
+    """End every zygote of this process, or only the one for kernels with environment ``env``,
+    and the kernels they still have; run at exit too."""
     with _LOCK:
-        zygotes = list(_ZYGOTES.values())
-        _ZYGOTES.clear()
+        keys = list(_ZYGOTES) if env is None else [k for k in [_key(env)] if k in _ZYGOTES]
+        zygotes = [_ZYGOTES.pop(k) for k in keys]
     for zygote in zygotes:
         zygote.close()
 

@@ -52,7 +52,7 @@ PROBED_FDS = 256  # descriptors checked for "did an import open a file?"
 # The names a fresh interpreter's __main__ starts with; the zygote's own go before a kernel runs.
 MAIN_NAMES = frozenset({"__name__", "__doc__", "__package__", "__loader__", "__spec__", "__annotations__",
                         "__builtins__"})
-MODULE_NAME = "_course_zygote"  # what the zygote loads this file as (see forked_kernels.BOOT)
+MODULE_NAME = "_course_zygote"  # what the zygote loads this file as (forked_kernels.BOOT)
 
 
 # ----------------------------------------------------------------------------- messages
@@ -174,11 +174,18 @@ def serve(channel: int, modules: list[str]) -> tuple[dict[str, Any], list[int], 
                 if why:
                     send(sock, {"failed": request["spawn"], "error": why})
                 else:
+                    started, set_up = os.pipe()
                     pid = os.fork()
                     if pid == 0:
                         sock.detach()  # its descriptor is closed in become_kernel, by number
-                        return request, fds, own
+                        os.close(started)
+                        return {**request, "set_up": set_up}, fds, own
+                    os.close(set_up)
                     running[pid] = request["spawn"]
+                    # As Popen returns only after exec: once the child closed its end, it leads
+                    # its own process group, so a signal to the group reaches it.
+                    with os.fdopen(started, "rb") as pipe:
+                        pipe.read()
                     send(sock, {"spawned": request["spawn"], "pid": pid})
                 for fd in fds:
                     os.close(fd)
@@ -208,8 +215,9 @@ def _cannot_start(request: dict[str, Any], fds: list[int]) -> str:
 
 def _kill_all(running: dict[int, int]) -> None:
     for pid in running:  # not reaped yet, so each pid is still this child's: safe to signal
-        with contextlib.suppress(OSError):
-            os.killpg(pid, signal.SIGKILL)
+        for kill in (os.killpg, os.kill):  # its group, and itself
+            with contextlib.suppress(OSError):
+                kill(pid, signal.SIGKILL)
     for pid in running:
         with contextlib.suppress(ChildProcessError):
             os.waitpid(pid, 0)
@@ -244,12 +252,13 @@ def become_kernel(request: dict[str, Any], fds: list[int], own: set[int]) -> Non
     for name in set(main) - MAIN_NAMES:
         del main[name]
     sys.modules.pop(MODULE_NAME, None)
+    os.close(request["set_up"])  # tells the zygote: set up, in a group of its own
     runpy._run_module_as_main(argv[2])  # what `python -m` itself calls
 
 
 def main() -> None:
-    """The zygote process: ``python -c BOOT path/to/zygote.py CHANNEL_FD MODULE...``."""
+    """The zygote process: ``python -c BOOT path/to/zygote.py MODULE_NAME CHANNEL_FD PRELOAD...``."""
     if sys.path and sys.path[0] == "":
         del sys.path[0]  # imports do not depend on the zygote's working directory
-    request, fds, own = serve(int(sys.argv[2]), sys.argv[3:])
+    request, fds, own = serve(int(sys.argv[3]), sys.argv[4:])
     become_kernel(request, fds, own)
