@@ -82,7 +82,7 @@ class Lines:
 
 # ----------------------------------------------------------------------------- the zygote
 def open_fds() -> set[int]:
-    """Descriptors open in this process (the first :data:`PROBED_FDS`), without /proc."""
+    """Descriptors open in this process (the first :data:`PROBED_FDS`), found by fstat: portable."""
     found = set()
     for fd in range(PROBED_FDS):
         try:
