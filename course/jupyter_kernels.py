@@ -72,6 +72,10 @@ class IpcDefaults(HasTraits):
     bases, because traitlets looks for a trait's default only in the classes that precede
     the one declaring the trait (jupyter_client's ``ConnectionFileMixin``) in the MRO.
     Either mistake silently leaves the TCP default in place.
+
+    Kernels are forked from a zygote that imported ipykernel and LangGraph once
+    (:mod:`course.forked_kernels`), each a new process as before; ``fork_kernels = False``
+    on a manager (or ``COURSE_FORK_KERNELS=0``) starts them as fresh interpreters.
     """
 
     fork_kernels = True  # False: every kernel is a fresh interpreter (COURSE_FORK_KERNELS=0 does it everywhere)
