@@ -37,6 +37,9 @@ def pytest_sessionfinish(session, exitstatus):
     temporary directories; each must remove its own, also when a cell or test failed.
     This turns a leak into a failed run. Only this run's things count.
     """
+    from course.forked_kernels import close_zygotes
+
+    close_zygotes()  # in every process: this one's kernel zygotes would otherwise end only at its exit
     run = session.config.stash.get(_RUN, None)
     if run is None:
         return

@@ -4,11 +4,14 @@
     python -m course.bench --left-open [CHAPTER ...]
 
 For every notebook it reports medians over ``--repeat`` fresh kernels of: kernel start,
-the setup (import) cell, the notebook's own work (every other cell), and the peak memory
-of the kernel together with every process it started (PostgreSQL, the Agent Server, child
-Pythons), sampled with psutil every 0.1 s. Memory is the proportional set size on Linux
-(PSS: a page shared by n processes counts 1/n in each, so the sum is what the processes
-really take, as a container's limit sees it) and the resident set size elsewhere (RSS:
+the setup (import) cell (both also in CPU seconds of the kernel process, which a loaded
+machine does not inflate; ``COURSE_FORK_KERNELS=1`` measures kernels forked from a zygote
+instead of started as fresh interpreters), the notebook's own work (every other
+cell), and the peak memory of the kernel together with every process it started
+(PostgreSQL, the Agent Server, child Pythons), sampled with psutil every 0.1 s. Memory is
+the proportional set size on Linux (PSS: a page shared by n processes counts 1/n in each,
+so the sum is what the processes really take, as a container's limit sees it; a forked
+kernel's share of its zygote's pages counts so) and the resident set size elsewhere (RSS:
 shared pages count in every process, an upper bound).
 Targets: own work <= 2 s, peak <= 250 MB. A full run (no chapters named) also prints the
 command ledger's accepted commands per second next to a plain ``INSERT OR IGNORE`` loop on
@@ -37,6 +40,7 @@ from nbclient import NotebookClient
 from helpers.text_tables import format_table
 
 from .build import select
+from .forked_kernels import forking_enabled
 from .jupyter_kernels import IpcKernelManager
 from .layout import ROOT
 
@@ -103,22 +107,39 @@ def _client(nb: nbformat.NotebookNode, path: Path) -> NotebookClient:
                           kernel_manager_class=IpcKernelManager, resources={"metadata": {"path": str(path.parent)}})
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds process ``pid`` has used itself (not its children); 0 when gone."""
+    try:
+        times = psutil.Process(pid).cpu_times()
+    except psutil.Error:
+        return 0.0
+    return times.user + times.system
+
+
 def time_notebook(path: Path) -> dict[str, float]:
-    """Execute ``path`` once in a fresh kernel; return the phases in seconds and the peak MB."""
+    """Execute ``path`` once in a fresh kernel: its phases in seconds (wall, and kernel CPU) and peak MB.
+
+    CPU seconds are the kernel process's own: on a loaded machine they stay what the work
+    costs while wall times grow. A kernel forked from a zygote (:mod:`course.forked_kernels`)
+    counts from the fork; the zygote's imports, done once per process, are not in it.
+    """
     nb = nbformat.read(path, as_version=4)
     client = _client(nb, path)
     started = time.perf_counter()
     with client.setup_kernel():
         kernel_ready = time.perf_counter()
+        pid = client.km.provisioner.process.pid
+        kernel_cpu = imports_cpu = cpu_seconds(pid)
         setup_done = kernel_ready
-        with PeakMemory(client.km.provisioner.process.pid) as peak:
+        with PeakMemory(pid) as peak:
             for index, cell in enumerate(nb.cells):
                 client.execute_cell(cell, index)
                 if cell.get("metadata", {}).get("course", {}).get("role") == "setup":
-                    setup_done = time.perf_counter()
+                    setup_done, imports_cpu = time.perf_counter(), cpu_seconds(pid)
             finished = time.perf_counter()
     return {"kernel_s": kernel_ready - started, "imports_s": setup_done - kernel_ready,
-            "own_work_s": finished - setup_done, "peak_mb": peak.mb}
+            "own_work_s": finished - setup_done, "peak_mb": peak.mb,
+            "kernel_cpu_s": kernel_cpu, "imports_cpu_s": imports_cpu - kernel_cpu}
 
 
 def memory_left_open(paths: list[Path]) -> list[dict[str, object]]:
@@ -146,6 +167,7 @@ def bench_notebooks(paths: list[Path], repeat: int) -> list[dict[str, object]]:
         within = median["own_work_s"] <= OWN_WORK_TARGET_S and median["peak_mb"] <= PEAK_MEMORY_TARGET_MB
         rows.append({"notebook": f"{path.parent.name}/{path.name}",
                      "kernel s": f"{median['kernel_s']:.2f}", "imports s": f"{median['imports_s']:.2f}",
+                     "kernel cpu s": f"{median['kernel_cpu_s']:.2f}", "imports cpu s": f"{median['imports_cpu_s']:.2f}",
                      "own work s": f"{median['own_work_s']:.2f}", "peak MB": f"{median['peak_mb']:.0f}",
                      "max peak MB": f"{max(r['peak_mb'] for r in runs):.0f}", "ok": "yes" if within else "SLOW/BIG",
                      "_total": sum(median[k] for k in ("kernel_s", "imports_s", "own_work_s"))})
@@ -175,8 +197,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"all open kernels together: {sum(float(r['MB after run']) for r in rows):.0f} MB")
         return 0
     rows = bench_notebooks(select(args.chapters, ROOT / args.folder), args.repeat)
-    print(f"medians of {args.repeat} fresh kernels per notebook; peak MB: kernel + its child processes")
-    print(format_table(rows, ["notebook", "kernel s", "imports s", "own work s", "peak MB", "max peak MB", "ok"]))
+    how = "forked from a zygote" if forking_enabled() else "fresh interpreters (COURSE_FORK_KERNELS=1 forks them)"
+    print(f"medians of {args.repeat} fresh kernels per notebook ({how}); cpu s: the kernel process's own; "
+          "peak MB: kernel + its child processes")
+    print(format_table(rows, ["notebook", "kernel s", "kernel cpu s", "imports s", "imports cpu s", "own work s",
+                              "peak MB", "max peak MB", "ok"]))
     print(f"suite total (sum of medians): {sum(r['_total'] for r in rows):.1f} s")
     if not args.chapters:
         print()

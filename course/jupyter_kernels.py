@@ -35,11 +35,15 @@ import argparse
 import json
 import secrets
 import sys
+import uuid
 from pathlib import Path
+from typing import Any
 
 from jupyter_client import AsyncKernelManager, KernelManager
 from jupyter_core.paths import jupyter_runtime_dir
 from traitlets import HasTraits, default
+
+from .forked_kernels import ForkingProvisioner, forking_enabled
 
 KERNEL_CLASS = "course.stable_kernel.StableVersionKernel"
 CONFIG_MARKER = "# course: kernels report language_info that is the same on every machine"
@@ -68,7 +72,24 @@ class IpcDefaults(HasTraits):
     bases, because traitlets looks for a trait's default only in the classes that precede
     the one declaring the trait (jupyter_client's ``ConnectionFileMixin``) in the MRO.
     Either mistake silently leaves the TCP default in place.
+
+    Kernels are forked from a zygote that imported ipykernel and LangGraph once
+    (:mod:`course.forked_kernels`), each a new process as before; ``fork_kernels = False``
+    on a manager (or ``COURSE_FORK_KERNELS`` other than ``1``, the default for now) starts them
+    as fresh interpreters.
     """
+
+    fork_kernels = True  # False: every kernel is a fresh interpreter (as everywhere unless COURSE_FORK_KERNELS=1)
+
+    async def _async_pre_start_kernel(self, **kw: Any) -> tuple[list[str], dict[str, Any]]:
+        """As jupyter_client's, with :class:`~course.forked_kernels.ForkingProvisioner` for a kernel spec that
+        names no provisioner of its own (jupyter_client would use its ``LocalProvisioner``)."""
+        spec = self.kernel_spec
+        if (self.provisioner is None and self.fork_kernels and forking_enabled() and spec is not None
+                and "kernel_provisioner" not in spec.metadata):
+            self.kernel_id = self.kernel_id or kw.pop("kernel_id", str(uuid.uuid4()))
+            self.provisioner = ForkingProvisioner(kernel_id=self.kernel_id, kernel_spec=spec, parent=self)
+        return await super()._async_pre_start_kernel(**kw)
 
     @default("transport")
     def _default_transport(self) -> str:

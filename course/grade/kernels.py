@@ -9,6 +9,10 @@ before replying to kernel_info" (issue 16). Socket files in a folder only this g
 cannot be taken, and an IPC kernel does not print the "running over TCP without
 encryption" warning. The folder (working directory, connection file, sockets) is removed
 when the kernel stops, whatever happened.
+
+The kernel is forked from a zygote process that imported ipykernel and LangGraph once
+(:mod:`course.forked_kernels`): a new process per file, whose parent is the zygote, not
+the worker grading it; a zygote killed by a submission is replaced for the next file.
 """
 
 from __future__ import annotations
@@ -20,8 +24,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from jupyter_client import AsyncKernelManager
-
+from ..jupyter_kernels import IpcKernelManager
 from ..layout import ROOT
 
 if TYPE_CHECKING:  # nbclient imports nbformat (about 1 s of CPU): a batch's main process needs neither
@@ -39,7 +42,8 @@ TRAVERSABLE = 0o711
 
 def kernel_env() -> dict[str, str]:
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != str(ROOT)])
     return env
 
 
@@ -67,8 +71,9 @@ class GradingKernel:
     Use :meth:`start`, then :meth:`stop` in a ``finally``; :meth:`stop` also removes the
     folder. ``scratch`` is where the folder goes (default: the system's temp dir); a batch
     passes its own, which it removes even when a worker process died before it could stop
-    its kernel. Such an orphaned kernel exits by itself: jupyter_client sets
-    ``JPY_PARENT_PID`` and ipykernel watches it.
+    its kernel. Such an orphaned kernel does not outlive the worker: its zygote sees the
+    worker's end of their socket close and kills it (a kernel started without a zygote
+    exits by itself: ipykernel watches ``JPY_PARENT_PID``).
     """
 
     def __init__(self, scratch: str | None = None) -> None:
@@ -84,8 +89,10 @@ class GradingKernel:
         if TRANSPORT == "ipc" and not _fits(self.folder.parent):
             self.short_sockets = Path(tempfile.mkdtemp(prefix="lgcourse-ipc-", dir=SHORT_TEMP))
         ipc = {"ip": str((self.short_sockets or sockets) / "s")} if TRANSPORT == "ipc" else {}
-        self.manager = AsyncKernelManager(kernel_name="python3", transport=TRANSPORT,
-                                          connection_file=str(sockets / "kernel.json"), **ipc)
+        # the course's manager: the kernel is forked from a zygote that imported LangGraph once
+        # (course.forked_kernels), a new process per graded file as before
+        self.manager = IpcKernelManager(kernel_name="python3", transport=TRANSPORT,
+                                        connection_file=str(sockets / "kernel.json"), **ipc)
         env = kernel_env()
         env.update(TMPDIR=str(tmp), TEMP=str(tmp), TMP=str(tmp))
         # kernel log noise is not a result

@@ -59,17 +59,19 @@ def test_a_file_that_breaks_the_grader_gets_a_row_and_the_others_are_graded(tmp_
 
 
 def test_a_submission_that_kills_its_worker_does_not_stop_the_batch(tmp_path):
-    """The kernel's parent is the worker process grading it: killing it breaks the pool.
-    That file gets an internal-error row; the others are graded again and get theirs."""
+    """``JPY_PARENT_PID`` is the worker process grading it (the kernel's parent is the worker's
+    kernel zygote): killing the worker breaks the pool. That file gets an internal-error row;
+    the others are graded again and get theirs."""
     killer = write(tmp_path, "00_killer.ipynb", with_answer(learner_00(), "import os, signal\n"
-                                                                       "os.kill(os.getppid(), signal.SIGKILL)"))
+                                                                       "os.kill(int(os.environ['JPY_PARENT_PID']), "
+                                                                       "signal.SIGKILL)"))
     right = write(tmp_path, "00_right.ipynb", with_answer(learner_00(), RIGHT))
     wrong = write(tmp_path, "00_wrong.ipynb", with_answer(learner_00(), WRONG))
     out_csv = tmp_path / "grades.csv"
     with tempfile.TemporaryDirectory(prefix="g-", dir="/tmp") as private_tmp:  # short: the sockets fit inside
         proc = run_cli(killer, right, wrong, "--csv", out_csv, "--jobs", 2, "--timeout", 30,
                        env={**os.environ, "TMPDIR": private_tmp})
-        # the orphaned kernels exit by themselves (ipykernel watches its parent), the batch folder is gone
+        # the orphaned kernels are killed by their zygotes, which end too; the batch folder is gone
         deadline = time.monotonic() + 30
         while left_behind(Path(private_tmp)) and time.monotonic() < deadline:
             time.sleep(0.1)
