@@ -1,6 +1,5 @@
 """Wrong answers for chapter 01's exercises must fail with a hint, and pasted cells must not pass (see chapter 00)."""
 
-import pytest
 from langchain_core.messages import AIMessage, RemoveMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
@@ -138,12 +137,6 @@ COPY_ATTACKS = {
                 "SQLite ':memory:', new graph, same saver": True},),
               "the restart section's result read as a rule per class: InMemorySaver forgets, SqliteSaver keeps")],
 }
-
-
-@pytest.mark.parametrize("exercise_id,args,pasted",
-                         [(e, a, p) for e, cases in COPY_ATTACKS.items() for a, p in cases])
-def test_copy_attacks_do_not_pass(exercise_id, args, pasted):
-    assert evaluate(exercise_id, *args).status != PASSED, pasted
 
 
 def test_right_answers_pass():

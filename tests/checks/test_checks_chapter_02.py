@@ -2,8 +2,6 @@
 
 import sqlite3
 
-import pytest
-
 from helpers import checkpoint_anatomy
 from helpers.checks import PASSED, evaluate
 
@@ -198,12 +196,6 @@ COPY_ATTACKS = {
     "02.3": [((pasted_rows_per_thread,), "the table of the delete_thread cell (checkpoint_anatomy.rows_per_thread)"),
              ((pasted_rows_per_thread_as_dict,), "that table read into a dict without looking at its table column")],
 }
-
-
-@pytest.mark.parametrize("exercise_id,args,pasted",
-                         [(e, a, p) for e, cases in COPY_ATTACKS.items() for a, p in cases])
-def test_copy_attacks_do_not_pass(exercise_id, args, pasted):
-    assert evaluate(exercise_id, *args).status != PASSED, pasted
 
 
 def test_right_answers_pass():

@@ -154,12 +154,6 @@ COPY_ATTACKS = {
 }
 
 
-def test_copy_attacks_do_not_pass():
-    for exercise, attacks in COPY_ATTACKS.items():
-        for args, what in attacks:
-            assert evaluate(exercise, *args).status != PASSED, f"{exercise}: pasting {what} passes"
-
-
 def test_right_answers_pass():
     def keep_cheapest(current, new):
         merged = dict(current)

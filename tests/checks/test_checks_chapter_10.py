@@ -121,10 +121,6 @@ def test_pasting_the_nearest_visible_cell_does_not_pass(exercise_id, args, paste
     assert evaluate(exercise_id, *args).status != PASSED, pasted
 
 
-def test_every_exercise_has_a_copy_attack():
-    assert set(COPY_ATTACKS) == set(WRONG_ANSWERS)
-
-
 def test_the_crash_hint_does_not_hand_over_the_solution():
     result = evaluate("10.4", lambda command_id, effect, info: f"{info.task_id}:{effect}")
     assert "after a real crash" in result.message

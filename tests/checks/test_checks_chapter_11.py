@@ -243,7 +243,6 @@ def _pasted(name):
     return getattr(ledger_delivery, name)
 
 
-
 WRONG_ANSWERS = {
     "11.1": [
         ((accept_check_then_insert,), "checks first and inserts later"),
@@ -317,7 +316,6 @@ def test_a_plain_sql_typo_is_not_blamed_on_formatting():
     assert result.status == FAILED and "OperationalError" in result.message and "? parameter" not in result.message
 
 
-
 @pytest.mark.parametrize("exercise_id, answer", [("11.2", store_right), ("11.2", store_read_then_write),
                                                  ("11.3", next_right), ("11.3", next_by_head),
                                                  ("11.4", expire_right)])
@@ -331,4 +329,3 @@ def test_right_answers_pass(exercise_id, answer):
 def test_pasting_the_nearest_cell_does_not_pass(exercise_id, answer, what):
     result = evaluate(exercise_id, answer)
     assert result.status != PASSED, (what, result)
-
