@@ -19,8 +19,6 @@
 * :class:`LoopbackApi` is a one-route JSON API on 127.0.0.1 that hands each POSTed body to
   a function of the notebook, one request at a time, in arrival order: chapter 10's app
   runs in real child processes and talks to it over HTTP.
-* :data:`ACCEPT_SCHEMA` / :func:`open_commands_table`: the minimal ``commands`` table of
-  the command ledger's acceptance exercise (chapter 11), on an autocommit connection.
 """
 
 from __future__ import annotations
@@ -49,8 +47,8 @@ from uuid6 import uuid7
 from helpers import preloaded_processes
 from helpers.processes import CRASH_EXIT_CODE
 
-__all__ = ["ACCEPT_SCHEMA", "ID_NAMESPACE", "HoldState", "LoopbackApi", "SlowSqliteSaver", "TransientError",
-           "build_hold_graph", "crash_inside_hold", "label_values", "open_commands_table", "pii_footprint",
+__all__ = ["ID_NAMESPACE", "HoldState", "LoopbackApi", "SlowSqliteSaver", "TransientError",
+           "build_hold_graph", "crash_inside_hold", "label_values", "pii_footprint",
            "uuid7_burst", "uuid_properties"]
 
 # ----------------------------------------------------------------------------- uuids
@@ -300,21 +298,3 @@ class LoopbackApi:
         self._server.server_close()
         self._thread.join(5)
         return not self._thread.is_alive()
-
-
-# ----------------------------------------------------------------------------- chapter 11's acceptance exercise
-ACCEPT_SCHEMA = ("CREATE TABLE IF NOT EXISTS commands (tenant_id TEXT NOT NULL, command_id TEXT NOT NULL, "
-                 "fingerprint TEXT NOT NULL, PRIMARY KEY (tenant_id, command_id))")
-
-
-def open_commands_table(path: str | Path = ":memory:", *, timeout: float = 10.0) -> sqlite3.Connection:
-    """An autocommit connection (WAL for files) to a database holding :data:`ACCEPT_SCHEMA`.
-
-    ``check_same_thread=False`` only so that a checker may close it from another thread;
-    use one connection per thread.
-    """
-    conn = sqlite3.connect(path, timeout=timeout, isolation_level=None, check_same_thread=False)
-    if str(path) != ":memory:":
-        conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute(ACCEPT_SCHEMA)
-    return conn

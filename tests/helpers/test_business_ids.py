@@ -68,7 +68,9 @@ def test_label_values_in_order_of_first_appearance() -> None:
 
 
 def test_open_commands_table_autocommits(tmp_path: Path) -> None:
-    conn = ids.open_commands_table(tmp_path / "c.db")
+    from helpers.ledger.experiments import open_commands_table  # chapter 11's acceptance exercise
+
+    conn = open_commands_table(tmp_path / "c.db")
     conn.execute("INSERT INTO commands VALUES ('t', 'c', 'f')")
     other = sqlite3.connect(tmp_path / "c.db")
     assert other.execute("SELECT COUNT(*) FROM commands").fetchone() == (1,)
