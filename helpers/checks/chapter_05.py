@@ -58,9 +58,8 @@ def _expected_namespaces() -> dict[Any, int]:
     return counts
 
 
-@exercise("05.2")
-def check_distinct_namespaces(answer):
-    expect_type(answer, dict, "{None: ..., True: ..., False: ...}")
+def _by_mode(answer: dict) -> dict:
+    """``answer`` keyed by None, True and False (the strings "None", "True", "False" accepted too)."""
     normalized = {}
     for key, value in answer.items():
         key = {"None": None, "True": True, "False": False}.get(key, key) if isinstance(key, str) else key
@@ -68,6 +67,13 @@ def check_distinct_namespaces(answer):
     missing = [repr(m) for m in MODES if m not in normalized]
     if missing:
         raise Fail(f"the dict needs the keys None, True and False; missing {', '.join(missing)}")
+    return normalized
+
+
+@exercise("05.2")
+def check_distinct_namespaces(answer):
+    expect_type(answer, dict, "{None: ..., True: ..., False: ...}")
+    normalized = _by_mode(answer)
     for mode in MODES:
         expect_type(normalized[mode], int, f"the count for checkpointer={mode}")
     expected = _expected_namespaces()
@@ -163,13 +169,7 @@ def _plan_after_resume() -> dict[Any, tuple[int, int]]:
 @exercise("05.4")
 def check_plan_after_resume(answer):
     expect_type(answer, dict, "{None: (runs, n), True: (runs, n), False: (runs, n)}")
-    normalized = {}
-    for key, value in answer.items():
-        key = {"None": None, "True": True, "False": False}.get(key, key) if isinstance(key, str) else key
-        normalized[key] = value
-    missing = [repr(m) for m in MODES if m not in normalized]
-    if missing:
-        raise Fail(f"the dict needs the keys None, True and False; missing {', '.join(missing)}")
+    normalized = _by_mode(answer)
     for mode in MODES:
         value = normalized[mode]
         if not (isinstance(value, (tuple, list)) and len(value) == 2 and all(
