@@ -15,8 +15,10 @@ kernel's share of its zygote's pages counts so) and the resident set size elsewh
 shared pages count in every process, an upper bound).
 Targets: own work <= 2 s, peak <= 250 MB. A full run (no chapters named) also prints the
 command ledger's accepted commands per second next to a plain ``INSERT OR IGNORE`` loop on
-the same file (``--ledger`` prints only that), and chapter 14's load measurement of its
-service (``--service`` prints only that: PostgreSQL and uvicorn start, about 150 requests).
+the same file (``--ledger`` prints only that), chapter 14's load measurement of its
+service (``--service`` prints only that: PostgreSQL and uvicorn start, about 150 requests),
+and the grader's throughput on every chapter's solution and learner copy, as
+``make grade-course`` grades them (``--grader`` prints only that; target >= 1 notebook/s).
 
 ``--left-open`` measures a learner who never shuts a kernel down: it runs the chapters one
 after the other, each in its own kernel that stays open, and prints the memory of all of
@@ -45,6 +47,7 @@ from .jupyter_kernels import IpcKernelManager
 from .layout import ROOT
 
 OWN_WORK_TARGET_S = 2.0
+GRADER_TARGET_FILES_PER_S = 1.0
 PEAK_MEMORY_TARGET_MB = 250.0
 MEMORY_SAMPLE_INTERVAL_S = 0.1
 MB = 1024 * 1024  # "MB" in the tables is MiB
@@ -181,6 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--folder", choices=("solutions", "notebooks"), default="solutions")
     parser.add_argument("--ledger", action="store_true", help="only the command ledger's benchmark")
     parser.add_argument("--service", action="store_true", help="only chapter 14's service load measurement")
+    parser.add_argument("--grader", action="store_true", help="only the grader's throughput (make grade-course)")
     parser.add_argument("--left-open", action="store_true",
                         help="keep every chapter's kernel open and report their memory together")
     args = parser.parse_args(argv)
@@ -190,6 +194,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.service:
         print_service_benchmark()
         return 0
+    if args.grader:
+        return print_grader_benchmark()
     if args.left_open:
         rows = memory_left_open(select(args.chapters, ROOT / args.folder))
         print("each chapter run in its own kernel, all kernels left open (kernel + child processes)")
@@ -208,7 +214,41 @@ def main(argv: list[str] | None = None) -> int:
         print_ledger_benchmark()
         print()
         print_service_benchmark()
+        print()
+        print_grader_benchmark()
     return 0
+
+
+def print_grader_benchmark() -> int:
+    """Files per second of ``make grade-course`` (every chapter, both folders, 2 jobs); 1 if a grade is off."""
+    from . import grade
+
+    paths = grade.expand([str(ROOT / "solutions"), str(ROOT / "notebooks")])
+    started = time.perf_counter()
+    cpu_before = _children_cpu()
+    results = grade.grade_paths(paths, jobs=2)
+    seconds = time.perf_counter() - started
+    cpu = _children_cpu() - cpu_before
+    wrong = [f"{g.submission} {r.exercise}: {r.status}" for g in results for r in g.rows
+             if r.status != ("passed" if "/solutions/" in g.submission else "not-attempted")]
+    rate = len(paths) / seconds
+    print(f"grader (make grade-course: {len(paths)} notebooks, 2 jobs, "
+          f"{'forked' if forking_enabled() else 'fresh'} kernels): {seconds:.1f} s, {rate:.2f} notebooks/s "
+          f"(target >= {GRADER_TARGET_FILES_PER_S:g}: {'yes' if rate >= GRADER_TARGET_FILES_PER_S else 'NO'}), "
+          f"{cpu / len(paths):.2f} CPU s per notebook; slowest: "
+          + ", ".join(f"{Path(g.submission).name} {g.seconds:.1f} s"
+                      for g in sorted(results, key=lambda g: -g.seconds)[:3]))
+    for line in wrong:
+        print("  unexpected grade:", line)
+    return 1 if wrong else 0
+
+
+def _children_cpu() -> float:
+    """CPU seconds of this process's finished children and theirs (the grader's workers and kernels)."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def print_ledger_benchmark() -> None:

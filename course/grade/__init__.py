@@ -1,7 +1,7 @@
 """Grade submitted notebooks: one row per exercise, a score per file, a CSV on request.
 
     python -m course.grade SUBMISSION.ipynb [MORE.ipynb | FOLDER ...] [--csv FILE]
-                            [--timeout SECONDS] [--jobs N] [--solutions DIR] [--keep DIR]
+                            [--timeout SECONDS] [--jobs N] [--solutions DIR] [--keep DIR] [--whole]
 
 Each submission prints a table (exercise, status, message) and its score (passed/total).
 ``--csv FILE`` writes one row per exercise with the columns ``submission, chapter,
@@ -41,7 +41,13 @@ How a submission is graded
        chapter module imports from other helpers modules is the kernel's shared copy) and
        signs the result with an HMAC key that is random per check cell and appears nowhere
        before that cell runs.
-    4. The notebook runs in a fresh kernel (nbclient) in a private temporary folder: its
+    4. Only the code cells a grade can depend on run (:mod:`course.grade.slicing`): the setup,
+       exercise and check cells, every earlier cell that binds a name one of them reads (now,
+       or later inside a function), and every cell that acts on the whole process (the
+       environment, a module's attribute, a magic). A server the exercises never read is not
+       started. ``--whole`` runs every cell; ``tests/course/test_grade_slicing.py`` shows the
+       rows are the same.
+    5. The notebook runs in a fresh kernel (nbclient) in a private temporary folder: its
        working directory, its TMPDIR, and the IPC sockets it talks over (no loopback ports,
        see :mod:`course.grade.kernels`); the folder goes when the kernel stops.
        ``allow_errors`` is on, one timeout per cell. A cell that times out is interrupted;
@@ -51,7 +57,7 @@ How a submission is graded
        next submission is graded normally. A submission that kills the worker process
        grading it gets an internal-error row; the others are graded again in a fresh
        worker. Captured output is capped per cell.
-    5. Only signed results from the check cell of each exercise count. A bundle printed by
+    6. Only signed results from the check cell of each exercise count. A bundle printed by
        an exercise cell, an unsigned or wrongly signed bundle, or a bundle for another
        exercise is ignored; a check cell with no valid result is ``error`` with the reason.
 
@@ -66,7 +72,8 @@ Grade untrusted submissions in a throw-away container or VM, and read suspicious
 submissions yourself (``--keep DIR`` stores the executed notebooks).
 
 Modules: ``results`` (statuses, rows), ``reading`` (the submission, its chapter and answers),
-``rewriting`` (the notebook that runs, signed check cells), ``graded_check`` (what a rewritten
+``rewriting`` (the notebook that runs, signed check cells), ``slicing`` (which cells it
+keeps), ``graded_check`` (what a rewritten
 check cell runs in the kernel, and the one signing function), ``kernels`` (one kernel's
 lifecycle), ``execution`` (cells, timeouts, restarts), ``scoring`` (verdicts), ``submission``
 (one file), ``batch`` (many files), ``cli`` (tables, CSV, exit code).

@@ -38,7 +38,7 @@ def expand(args: Sequence[str]) -> list[str]:
 
 def grade_paths(paths: Sequence[str], timeout: float = DEFAULT_TIMEOUT, jobs: int = 1,
                 solutions: str | None = None, checks_dirs: Sequence[str] = (), keep: str | None = None,
-                on_result: Callable[[Graded], Any] | None = None) -> list[Graded]:
+                on_result: Callable[[Graded], Any] | None = None, whole: bool = False) -> list[Graded]:
     """Grade many submissions, ``jobs`` at a time; results (and ``on_result`` calls) in the order given.
 
     With ``jobs > 1`` the files are graded in worker processes. If a worker dies (killed,
@@ -46,7 +46,7 @@ def grade_paths(paths: Sequence[str], timeout: float = DEFAULT_TIMEOUT, jobs: in
     one at a time in a fresh worker; a file that kills that worker too gets an internal
     error row, and the files after it are still graded.
     """
-    kwargs = dict(timeout=timeout, solutions=solutions, checks_dirs=tuple(checks_dirs), keep=keep)
+    kwargs = dict(timeout=timeout, solutions=solutions, checks_dirs=tuple(checks_dirs), keep=keep, whole=whole)
     results: dict[int, Graded] = {}
     reported = 0
 

@@ -52,6 +52,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--solutions", metavar="DIR",
                         help="folder of solution notebooks (default: the course's solutions/)")
     parser.add_argument("--keep", metavar="DIR", help="store each executed (graded) notebook in DIR for inspection")
+    parser.add_argument("--whole", action="store_true",
+                        help="run every code cell of the chapter, not only those the exercises and checks need")
     args = parser.parse_args(argv)
     if not args.timeout > 0:
         parser.error("--timeout must be a positive number of seconds")
@@ -75,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         grade_paths(paths, timeout=args.timeout, jobs=args.jobs, solutions=args.solutions, keep=args.keep,
-                    on_result=show)
+                    on_result=show, whole=args.whole)
     except KeyboardInterrupt:
         print(f"interrupted: {len(results)} of {len(paths)} file(s) graded", file=sys.stderr)
         return 130

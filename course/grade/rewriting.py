@@ -15,7 +15,7 @@ from helpers.checks.protocol import MIME_TYPE
 
 from .. import layout
 from ..notebook_format import source
-from . import graded_check
+from . import graded_check, slicing
 from .reading import course_metadata, exercise_ids, find_answers
 
 CHECKS_DIR = layout.CHECKS
@@ -49,14 +49,27 @@ class Plan:
     missing: dict[str, str]
 
 
-def graded_notebook(pristine: Any, submission: Any, checks_dirs: Sequence[Path] = ()) -> tuple[Any, Plan]:
-    """The notebook the grader runs: pristine cells, the submission's exercise answers."""
+def graded_notebook(pristine: Any, submission: Any, checks_dirs: Sequence[Path] = (),
+                    whole: bool = False) -> tuple[Any, Plan]:
+    """The notebook the grader runs: pristine cells, the submission's exercise answers.
+
+    Only the code cells the exercises and checks need are kept (:mod:`.slicing`), unless
+    ``whole`` is true or the slice cannot be computed; markdown cells stay.
+    """
     nb = copy.deepcopy(pristine)
     exercises = exercise_ids(nb)
     answers, missing = find_answers(submission, exercises)
     for ex, text in answers.items():
         if len(text) > MAX_SOURCE_CHARS:
             missing[ex] = f"invalid: the exercise cell has {len(text)} characters (limit {MAX_SOURCE_CHARS})"
+    for cell in nb.cells:
+        course = course_metadata(cell)
+        ex = course.get("exercise")
+        if cell.cell_type == "code" and course.get("role") == "exercise" and ex in answers and ex not in missing:
+            cell.source = answers[ex]
+    needed = None if whole else slicing.needed_cells(nb.cells)
+    if needed is not None:
+        nb.cells = [cell for index, cell in enumerate(nb.cells) if cell.cell_type != "code" or index in needed]
     paths = [str(Path(d).resolve()) for d in checks_dirs] + [str(CHECKS_DIR)]
     plan = Plan(exercises, {}, {}, {}, missing)
     for index, cell in enumerate(nb.cells):
@@ -66,8 +79,6 @@ def graded_notebook(pristine: Any, submission: Any, checks_dirs: Sequence[Path] 
         ex = course.get("exercise")
         if course.get("role") == "exercise" and ex in exercises:
             plan.exercise_cell[ex] = index
-            if ex in answers and ex not in missing:
-                cell.source = answers[ex]
         elif course.get("role") == "check" and ex in exercises:
             plan.check_cell[ex] = index
             plan.keys[ex] = secrets.token_hex(32)

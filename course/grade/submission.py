@@ -20,9 +20,10 @@ from .scoring import verdicts
 
 def grade_file(path_text: str, shown: str | None = None, timeout: float = DEFAULT_TIMEOUT,
                solutions: str | None = None, checks_dirs: Sequence[str] = (), keep: str | None = None,
-               scratch: str | None = None) -> Graded:
+               scratch: str | None = None, whole: bool = False) -> Graded:
     """Grade one submission; never raises (problems become rows). ``scratch``: the folder
-    for the kernel's temporary folder (default: the system's temp dir).
+    for the kernel's temporary folder (default: the system's temp dir); ``whole``: run every
+    code cell of the chapter, not only those the exercises need (:mod:`.slicing`).
 
     When the grader itself breaks, the file gets one ``error`` row that says so, names the
     step that broke and the exception's first line, and ``internal_error`` is set.
@@ -53,7 +54,7 @@ def grade_file(path_text: str, shown: str | None = None, timeout: float = DEFAUL
         step.text = f"building the graded notebook from {solution.name}"
         pristine = pristine_learner_copy(solution)
         graded.chapter, graded.title = solution.name[:2], pristine.metadata.get("course", {}).get("title", "")
-        run_nb, plan = graded_notebook(pristine, nb, [Path(d) for d in checks_dirs])
+        run_nb, plan = graded_notebook(pristine, nb, [Path(d) for d in checks_dirs], whole)
         runs = asyncio.run(run_notebook(run_nb, plan, timeout, step, scratch))
         step.text = "reading the check results"
         for ex, status, message in verdicts(run_nb, plan, runs, timeout):
