@@ -32,7 +32,7 @@ POSIX only (Linux, macOS): it relies on process groups.
 
 from .agent import AGENT_SERVER_INSTALL_HINT, LANGGRAPH_CLI_MODULES, OFFLINE_AGENT_ENV, agent_config, agent_server
 from .asgi import ASGI_STOP_SIGNAL, asgi_server, uvicorn_argv
-from .lifecycle import _STARTED, _group_members, leftover_server_processes
+from .lifecycle import STARTED, group_members, leftover_server_processes
 from .postgres import (
     PGSERVER_PACKAGE,
     POSTGRES_BIN_ENV,
@@ -71,5 +71,5 @@ __all__ = [
     "PortInUseError", "RunningServer", "ServerNotInstalledError", "ServerStartError", "agent_config", "agent_server",
     "asgi_server", "uvicorn_argv",
     "find_postgres_bin_dir", "free_port", "leftover_server_processes", "log_tail", "port_is_free",
-    "postgres_server", "_STARTED", "_group_members",
+    "postgres_server", "STARTED", "group_members",
 ]

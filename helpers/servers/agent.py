@@ -16,8 +16,16 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .lifecycle import _launch, _start_on_free_port, _stop, _wait_until_ready
-from .running import HOST, INSTALL_HINT, RunningServer, ServerNotInstalledError, _log_mentions, _Record, _temp_workdir
+from .lifecycle import launch_process, start_on_free_port, stop_launched, wait_until_ready
+from .running import (
+    HOST,
+    INSTALL_HINT,
+    LaunchRecord,
+    RunningServer,
+    ServerNotInstalledError,
+    log_mentions,
+    temp_workdir,
+)
 
 LANGGRAPH_CLI_MODULES = ("langgraph_cli", "langgraph_api")  # `langgraph dev` needs both ([inmem] extra)
 AGENT_SERVER_INSTALL_HINT = f"{INSTALL_HINT} (it brings langgraph-cli[inmem])."
@@ -93,7 +101,7 @@ def _agent_env(extra: Mapping[str, str] | None) -> dict[str, str]:
     return env
 
 
-def _http_ok(url: str) -> bool:
+def http_ok(url: str) -> bool:
     """True when ``GET url`` answers 200. Proxies are bypassed: this is loopback."""
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     try:
@@ -118,31 +126,31 @@ def agent_server(graph_spec: str | Mapping[str, Any], *, cwd: str | Path | None 
     base = Path(cwd or os.getcwd()).resolve()
     config = agent_config(graph_spec, base)
     began = time.monotonic()
-    with _temp_workdir("agent") as workdir:
+    with temp_workdir("agent") as workdir:
         config_path, log_path = workdir / "langgraph.json", workdir / "server.log"
         config_path.write_text(json.dumps(config, indent=2))
         server_env = _agent_env(env)
 
-        def start(candidate: int) -> _Record:
+        def start(candidate: int) -> LaunchRecord:
             # `python -m langgraph_cli` rather than the `langgraph` script: a Jupyter
             # kernel's PATH does not always include the virtualenv's bin directory.
             argv = [sys.executable, "-m", "langgraph_cli", "dev", "--no-browser", "--no-reload",
                     "--host", HOST, "--port", str(candidate), "--config", str(config_path)]
-            return _launch("agent-server", argv, workdir=workdir, log_path=log_path, env=server_env, cwd=workdir,
+            return launch_process("agent-server", argv, workdir=workdir, log_path=log_path, env=server_env, cwd=workdir,
                            stop_signal=signal.SIGTERM)
 
         def ready(proc: subprocess.Popen, candidate: int) -> None:
             # `langgraph dev` silently moves to another port when its port is taken at
             # start; we treat that as a conflict, so the URL we hand out is always the
             # real one. A port taken later, while the app starts, makes uvicorn exit.
-            _wait_until_ready(proc, "Agent Server", lambda: _http_ok(f"http://{HOST}:{candidate}/ok"),
+            wait_until_ready(proc, "Agent Server", lambda: http_ok(f"http://{HOST}:{candidate}/ok"),
                               log_path=log_path, timeout=startup_timeout,
-                              port_conflict=lambda: _log_mentions(log_path, PORT_TAKEN))
+                              port_conflict=lambda: log_mentions(log_path, PORT_TAKEN))
 
-        record, bound = _start_on_free_port("Agent Server", port, start, ready)
+        record, bound = start_on_free_port("Agent Server", port, start, ready)
         try:
             yield RunningServer(name="agent-server", url=f"http://{HOST}:{bound}", host=HOST, port=bound,
                                 pid=record.pid, workdir=workdir, log_path=log_path,
                                 started_in=time.monotonic() - began)
         finally:
-            _stop(record)
+            stop_launched(record)

@@ -29,9 +29,9 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
-from .agent import _http_ok
-from .lifecycle import _launch, _start_on_free_port, _stop, _wait_until_ready
-from .running import HOST, RunningServer, _log_mentions, _Record, _temp_workdir
+from .agent import http_ok
+from .lifecycle import launch_process, start_on_free_port, stop_launched, wait_until_ready
+from .running import HOST, LaunchRecord, RunningServer, log_mentions, temp_workdir
 
 # uvicorn's log line when its port was taken between our pick and its bind.
 ASGI_PORT_TAKEN = r"error while attempting to bind on address"
@@ -66,28 +66,28 @@ def asgi_server(app_spec: str, *, env: Mapping[str, str] | None = None, cwd: str
     """
     base = Path(cwd or os.getcwd()).resolve()
     began = time.monotonic()
-    with _temp_workdir("asgi") as workdir:
+    with temp_workdir("asgi") as workdir:
         log_path = workdir / "server.log"
         server_env = dict(os.environ)
         server_env["PYTHONPATH"] = os.pathsep.join([str(base), *filter(None, [os.environ.get("PYTHONPATH")])])
         server_env["PYTHONUNBUFFERED"] = "1"
         server_env.update(env or {})
 
-        def start(candidate: int) -> _Record:
+        def start(candidate: int) -> LaunchRecord:
             argv = uvicorn_argv(app_spec, candidate, graceful_timeout=graceful_timeout, workers=workers)
-            return _launch("asgi", argv, workdir=workdir, log_path=log_path, env=server_env, cwd=workdir,
+            return launch_process("asgi", argv, workdir=workdir, log_path=log_path, env=server_env, cwd=workdir,
                            stop_signal=ASGI_STOP_SIGNAL)
 
         def ready(proc: subprocess.Popen, candidate: int) -> None:
-            _wait_until_ready(proc, "uvicorn", lambda: _http_ok(f"http://{HOST}:{candidate}{health_path}"),
+            wait_until_ready(proc, "uvicorn", lambda: http_ok(f"http://{HOST}:{candidate}{health_path}"),
                               log_path=log_path, timeout=startup_timeout,
-                              port_conflict=lambda: _log_mentions(log_path, ASGI_PORT_TAKEN))
+                              port_conflict=lambda: log_mentions(log_path, ASGI_PORT_TAKEN))
 
-        record, bound = _start_on_free_port("uvicorn", port, start, ready)
+        record, bound = start_on_free_port("uvicorn", port, start, ready)
         try:
             yield RunningServer(name="asgi", url=f"http://{HOST}:{bound}", host=HOST, port=bound, pid=record.pid,
                                 workdir=workdir, log_path=log_path, started_in=time.monotonic() - began)
         finally:
-            _stop(record)
+            stop_launched(record)
             if keep_log is not None:
                 shutil.copyfile(log_path, keep_log)

@@ -25,18 +25,18 @@ from typing import Any
 import psutil
 
 from .running import (
-    _STARTED,
-    _WORKDIRS,
     LOG_MARKER,
     POLL_INTERVAL,
     PORT_ATTEMPTS,
+    STARTED,
     STOP_GRACE,
+    WORKDIRS,
+    LaunchRecord,
+    PortConflict,
     PortInUseError,
     ServerStartError,
-    _PortConflict,
-    _ports_to_try,
-    _Record,
-    _with_log,
+    ports_to_try,
+    with_log,
 )
 
 WATCHDOG_SCRIPT = Path(__file__).with_name("watchdog.py")
@@ -46,7 +46,7 @@ WATCHDOG_SCRIPT = Path(__file__).with_name("watchdog.py")
 PARENT_DEATH_SIGNAL = sys.platform.startswith("linux")
 
 
-def _as_user(run_as: pwd.struct_passwd | None) -> dict[str, Any]:
+def as_user(run_as: pwd.struct_passwd | None) -> dict[str, Any]:
     """subprocess arguments that run the child as ``run_as`` (nothing when None)."""
     if run_as is None:
         return {}
@@ -90,8 +90,8 @@ def start_watchdog(pgid: int, stop_signal: int, workdir: Path) -> subprocess.Pop
         return None
 
 
-def _launch(name: str, argv: list[str], *, workdir: Path, log_path: Path, env: Mapping[str, str],
-            cwd: Path, stop_signal: int, run_as: pwd.struct_passwd | None = None) -> _Record:
+def launch_process(name: str, argv: list[str], *, workdir: Path, log_path: Path, env: Mapping[str, str],
+            cwd: Path, stop_signal: int, run_as: pwd.struct_passwd | None = None) -> LaunchRecord:
     """Start ``argv`` in a new process group with its output appended to ``log_path``, and its watchdog."""
     with open(log_path, "ab") as log:
         # A marker per attempt, so a retry on another port is not judged by the log
@@ -104,31 +104,31 @@ def _launch(name: str, argv: list[str], *, workdir: Path, log_path: Path, env: M
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                 cwd=cwd, env=dict(env), process_group=0,
                                 preexec_fn=_die_with_parent(stop_signal),  # noqa: PLW1509 (one prctl call)
-                                **_as_user(run_as))
-    record = _Record(name=name, proc=proc, workdir=workdir, stop_signal=stop_signal,
+                                **as_user(run_as))
+    record = LaunchRecord(name=name, proc=proc, workdir=workdir, stop_signal=stop_signal,
                      watchdog=start_watchdog(proc.pid, stop_signal, workdir))
-    _STARTED.append(record)
+    STARTED.append(record)
     return record
 
 
-def _wait_until_ready(proc: subprocess.Popen, name: str, is_ready: Callable[[], bool], *,
+def wait_until_ready(proc: subprocess.Popen, name: str, is_ready: Callable[[], bool], *,
                       log_path: Path, timeout: float, port_conflict: Callable[[], bool]) -> None:
     """Poll ``is_ready`` until it is True; raise with the log tail on exit or timeout."""
     deadline = time.monotonic() + timeout
     while True:
         if proc.poll() is not None:
-            kind = _PortConflict if port_conflict() else ServerStartError
-            raise kind(_with_log(f"{name} exited with code {proc.returncode} before it was ready.", log_path))
+            kind = PortConflict if port_conflict() else ServerStartError
+            raise kind(with_log(f"{name} exited with code {proc.returncode} before it was ready.", log_path))
         if port_conflict():
-            raise _PortConflict(_with_log(f"{name} found its port taken.", log_path))
+            raise PortConflict(with_log(f"{name} found its port taken.", log_path))
         if is_ready():
             return
         if time.monotonic() > deadline:
-            raise ServerStartError(_with_log(f"{name} was not ready after {timeout:.0f} s.", log_path))
+            raise ServerStartError(with_log(f"{name} was not ready after {timeout:.0f} s.", log_path))
         time.sleep(POLL_INTERVAL)
 
 
-def _group_members(pgid: int) -> list[int]:
+def group_members(pgid: int) -> list[int]:
     """Live (non-zombie) processes in process group ``pgid``."""
     members = []
     for proc in psutil.process_iter(["status"]):
@@ -149,7 +149,7 @@ def _signal_group(pgid: int, sig: int) -> None:
         pass
 
 
-def _stop(record: _Record, grace: float = STOP_GRACE) -> None:
+def stop_launched(record: LaunchRecord, grace: float = STOP_GRACE) -> None:
     """Stop the server's whole process group: its stop signal, then SIGKILL after ``grace``."""
     proc = record.proc
     pgid = proc.pid  # process_group=0 made the server the leader of its own group
@@ -168,22 +168,22 @@ def _stop(record: _Record, grace: float = STOP_GRACE) -> None:
         record.watchdog.kill()  # normally gone with the group already; never leave it unreaped
         record.watchdog.wait()
     deadline = time.monotonic() + grace
-    while _group_members(pgid) and time.monotonic() < deadline:
+    while group_members(pgid) and time.monotonic() < deadline:
         time.sleep(POLL_INTERVAL)
 
 
-def _start_on_free_port(name: str, port: int | None, start: Callable[[int], _Record],
-                        ready: Callable[[subprocess.Popen, int], None]) -> tuple[_Record, int]:
+def start_on_free_port(name: str, port: int | None, start: Callable[[int], LaunchRecord],
+                        ready: Callable[[subprocess.Popen, int], None]) -> tuple[LaunchRecord, int]:
     """Start a server with ``start(port)`` and wait with ``ready``; retry other ports on a race."""
     error: ServerStartError | None = None
-    for candidate in _ports_to_try(port):
+    for candidate in ports_to_try(port):
         record = start(candidate)
         try:
             ready(record.proc, candidate)
             return record, candidate
         except BaseException as exc:  # also KeyboardInterrupt: never leave a half-started server
-            _stop(record)
-            if not isinstance(exc, _PortConflict):
+            stop_launched(record)
+            if not isinstance(exc, PortConflict):
                 raise
             error = exc
     if port is not None:
@@ -204,21 +204,21 @@ def leftover_server_processes() -> list[str]:
     :mod:`course.run_processes`.)
     """
     leftovers = []
-    for record in _STARTED:
-        alive = _group_members(record.pid)
+    for record in STARTED:
+        alive = group_members(record.pid)
         if alive:
             leftovers.append(f"{record.name}: process group {record.pid} still has processes {alive}")
-    leftovers += [f"temporary directory {workdir} still exists" for workdir in _WORKDIRS if workdir.exists()]
+    leftovers += [f"temporary directory {workdir} still exists" for workdir in WORKDIRS if workdir.exists()]
     return leftovers
 
 
 @atexit.register
 def _stop_leftovers_at_exit() -> None:
     """Last resort when a ``with`` never finished (e.g. ``__enter__`` called by hand)."""
-    for record in _STARTED:
+    for record in STARTED:
         # Only servers whose leader we have not reaped yet: a reaped pid may by now
         # belong to an unrelated process, which we must never signal.
         if record.proc.poll() is None:
-            _stop(record, grace=5.0)
-    for workdir in _WORKDIRS:
+            stop_launched(record, grace=5.0)
+    for workdir in WORKDIRS:
         shutil.rmtree(workdir, ignore_errors=True)

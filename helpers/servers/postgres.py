@@ -22,18 +22,18 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from .lifecycle import _as_user, _launch, _start_on_free_port, _stop, _wait_until_ready
+from .lifecycle import as_user, launch_process, start_on_free_port, stop_launched, wait_until_ready
 from .running import (
     HOST,
     INSTALL_HINT,
+    LaunchRecord,
     RunningServer,
     ServerNotInstalledError,
     ServerStartError,
-    _log_mentions,
-    _ports_to_try,
-    _Record,
-    _temp_workdir,
-    _with_log,
+    log_mentions,
+    ports_to_try,
+    temp_workdir,
+    with_log,
 )
 
 # Where the servers come from. Module-level so tests can point them at nothing.
@@ -165,11 +165,11 @@ def _initdb(bin_dir: Path, data_dir: Path, *, workdir: Path, log_path: Path,
     with open(log_path, "ab") as log:
         try:
             done = subprocess.run(argv, check=False, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                  cwd=workdir, env=_postgres_env(), timeout=timeout, **_as_user(run_as))
+                                  cwd=workdir, env=_postgres_env(), timeout=timeout, **as_user(run_as))
         except subprocess.TimeoutExpired:
-            raise ServerStartError(_with_log(f"initdb did not finish within {timeout:.0f} s.", log_path)) from None
+            raise ServerStartError(with_log(f"initdb did not finish within {timeout:.0f} s.", log_path)) from None
     if done.returncode != 0:
-        raise ServerStartError(_with_log(f"initdb failed with code {done.returncode}.", log_path))
+        raise ServerStartError(with_log(f"initdb failed with code {done.returncode}.", log_path))
 
 
 def _postgres_ready(data_dir: Path, port: int) -> bool:
@@ -200,28 +200,28 @@ def postgres_server(*, port: int | None = None, startup_timeout: float = 30.0) -
     run_as = _postgres_user()
     bin_dir = find_postgres_bin_dir(run_as)
     if port is not None:
-        _ports_to_try(port)  # a taken explicit port fails now, not after initdb's seconds
-    with _temp_workdir("postgres", run_as=run_as) as workdir:
+        ports_to_try(port)  # a taken explicit port fails now, not after initdb's seconds
+    with temp_workdir("postgres", run_as=run_as) as workdir:
         data_dir, log_path = workdir / "data", workdir / "server.log"
         began = time.monotonic()
         _initdb(bin_dir, data_dir, workdir=workdir, log_path=log_path, run_as=run_as, timeout=startup_timeout)
 
-        def start(candidate: int) -> _Record:
+        def start(candidate: int) -> LaunchRecord:
             argv = [str(bin_dir / "postgres"), "-D", str(data_dir), "-p", str(candidate),
                     "-c", f"listen_addresses={HOST}", "-c", "unix_socket_directories=",
                     *(arg for setting in THROWAWAY_SETTINGS for arg in ("-c", setting))]
-            return _launch("postgres", argv, workdir=workdir, log_path=log_path, env=_postgres_env(),
+            return launch_process("postgres", argv, workdir=workdir, log_path=log_path, env=_postgres_env(),
                            cwd=workdir, stop_signal=POSTGRES_STOP_SIGNAL, run_as=run_as)
 
         def ready(proc: subprocess.Popen, candidate: int) -> None:
-            _wait_until_ready(proc, "PostgreSQL", lambda: _postgres_ready(data_dir, candidate),
+            wait_until_ready(proc, "PostgreSQL", lambda: _postgres_ready(data_dir, candidate),
                               log_path=log_path, timeout=startup_timeout,
-                              port_conflict=lambda: _log_mentions(log_path, r"could not bind .*Address already in use"))
+                              port_conflict=lambda: log_mentions(log_path, r"could not bind .*Address already in use"))
 
-        record, bound = _start_on_free_port("PostgreSQL", port, start, ready)
+        record, bound = start_on_free_port("PostgreSQL", port, start, ready)
         try:
             yield RunningServer(name="postgres", url=f"postgresql://postgres@{HOST}:{bound}/postgres", host=HOST,
                                 port=bound, pid=record.pid, workdir=workdir, log_path=log_path,
                                 started_in=time.monotonic() - began)
         finally:
-            _stop(record)
+            stop_launched(record)

@@ -49,7 +49,7 @@ class PortInUseError(ServerStartError):
     """The requested port is already taken."""
 
 
-class _PortConflict(ServerStartError):
+class PortConflict(ServerStartError):
     """An auto-picked port was taken between picking and binding: try another one."""
 
 
@@ -72,7 +72,7 @@ class RunningServer:
 
 
 @dataclass(frozen=True)
-class _Record:
+class LaunchRecord:
     """A server process this module launched, kept to find (and stop) leftovers."""
 
     name: str
@@ -86,8 +86,8 @@ class _Record:
         return self.proc.pid
 
 
-_STARTED: list[_Record] = []  # every launch, in order
-_WORKDIRS: list[Path] = []  # every temporary directory made, in order
+STARTED: list[LaunchRecord] = []  # every launch, in order
+WORKDIRS: list[Path] = []  # every temporary directory made, in order
 
 
 # ---------------------------------------------------------------------------------------
@@ -118,7 +118,7 @@ def port_is_free(port: int, host: str = HOST) -> bool:
     return True
 
 
-def _ports_to_try(port: int | None) -> list[int]:
+def ports_to_try(port: int | None) -> list[int]:
     """The requested port (checked now, with a clear error), or a few auto-picked ones."""
     if port is None:
         return [free_port() for _ in range(PORT_ATTEMPTS)]
@@ -137,7 +137,7 @@ def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
-def _log_mentions(log_path: Path, pattern: str) -> bool:
+def log_mentions(log_path: Path, pattern: str) -> bool:
     """Does the log of the latest start attempt (after the last marker) match ``pattern``?"""
     try:
         text = log_path.read_text(errors="replace")
@@ -146,7 +146,7 @@ def _log_mentions(log_path: Path, pattern: str) -> bool:
     return re.search(pattern, text.rpartition(LOG_MARKER)[2]) is not None
 
 
-def _with_log(message: str, log_path: Path) -> str:
+def with_log(message: str, log_path: Path) -> str:
     tail = log_tail(log_path)
     return f"{message}\nLast {LOG_TAIL_LINES} lines of {log_path}:\n{tail or '(empty log)'}"
 
@@ -203,11 +203,11 @@ def _sweep_stale_workdirs() -> None:
 
 
 @contextmanager
-def _temp_workdir(kind: str, run_as: pwd.struct_passwd | None = None) -> Iterator[Path]:
+def temp_workdir(kind: str, run_as: pwd.struct_passwd | None = None) -> Iterator[Path]:
     """A fresh temporary directory with an owner file, removed on exit whatever happened inside."""
     _sweep_stale_workdirs()
     workdir = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{kind}-"))
-    _WORKDIRS.append(workdir)
+    WORKDIRS.append(workdir)
     write_owner(workdir)
     try:
         if run_as is not None:

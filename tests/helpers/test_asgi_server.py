@@ -63,7 +63,7 @@ def test_serves_the_app_then_shuts_down_gracefully_and_leaves_nothing(app_dir: P
         with pytest.raises(httpx.ReadTimeout):  # a request that never finishes by itself
             httpx.get(f"{web.url}/forever", timeout=0.3)
         workdir, pid = web.workdir, web.pid
-    assert servers._group_members(pid) == [] and not workdir.exists()
+    assert servers.group_members(pid) == [] and not workdir.exists()
     assert not [line for line in leftover_server_processes() if str(workdir) in line]
     log = kept.read_text()
     assert log.index("Shutting down") < log.index("lifespan: closed")  # the lifespan closes after serving

@@ -86,7 +86,7 @@ def assert_gone(server: RunningServer) -> None:
     (The port itself is not checked: on a busy machine another process may bind it the
     moment it is free.)
     """
-    assert servers._group_members(server.pid) == []
+    assert servers.group_members(server.pid) == []
     assert not server.workdir.exists()
     assert not [line for line in leftover_server_processes() if str(server.workdir) in line]
 
@@ -202,7 +202,7 @@ def test_agent_config_forms() -> None:
 def test_server_stops_and_cleans_up(no_leftovers: None) -> None:
     # The Agent Server's normal stop is proven by test_agent_server_serves_a_graph_file_relative_to_cwd.
     with postgres_server() as server:
-        assert servers._group_members(server.pid)
+        assert servers.group_members(server.pid)
         assert server.workdir.is_dir() and server.log_path.is_file()
         assert any(str(server.workdir) in line for line in leftover_server_processes())
         # the machine-wide scan (used after a whole test run) sees it too
@@ -287,15 +287,15 @@ def test_missing_langgraph_cli_says_how_to_install(monkeypatch: pytest.MonkeyPat
 
 def assert_started_since_are_gone(count_before: int) -> None:
     """Every server launched after ``count_before`` launches has no process and no directory."""
-    records = servers._STARTED[count_before:]
+    records = servers.STARTED[count_before:]
     assert records, "expected the helper to have launched a server"
     for record in records:
-        assert servers._group_members(record.pid) == []
+        assert servers.group_members(record.pid) == []
         assert not record.workdir.exists()
 
 
 def test_server_that_exits_early_reports_its_log(no_leftovers: None) -> None:
-    before = len(servers._STARTED)
+    before = len(servers.STARTED)
     with pytest.raises(ServerStartError) as info, agent_server({"broken": "helpers.no_such_module:graph"}):
         pytest.fail("must not start")
     message = str(info.value)
@@ -305,7 +305,7 @@ def test_server_that_exits_early_reports_its_log(no_leftovers: None) -> None:
 
 
 def test_server_not_ready_in_time_is_stopped_and_reported(no_leftovers: None) -> None:
-    before = len(servers._STARTED)
+    before = len(servers.STARTED)
     expected = r"was not ready after 0 s\.\nLast 20 lines of .*server\.log"
     with pytest.raises(ServerStartError, match=expected), agent_server(GRAPHS, startup_timeout=0.0):
         pytest.fail("must not start")
@@ -334,15 +334,15 @@ def test_a_killed_owner_s_server_is_stopped_by_its_watchdog_on_any_platform() ->
                              cwd=ROOT)
     try:
         pid, workdir = json.loads(child.stdout.readline())
-        assert len(servers._group_members(pid)) >= 2  # the server and its watchdog
+        assert len(servers.group_members(pid)) >= 2  # the server and its watchdog
     finally:
         child.kill()
         child.wait()
         child.stdout.close()
     deadline = time.monotonic() + 15
-    while (servers._group_members(pid) or Path(workdir).exists()) and time.monotonic() < deadline:
+    while (servers.group_members(pid) or Path(workdir).exists()) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert servers._group_members(pid) == []
+    assert servers.group_members(pid) == []
     assert not Path(workdir).exists()
 
 
