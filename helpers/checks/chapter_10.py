@@ -128,21 +128,22 @@ _KIND_HINTS = {
     "share_link_id": {
         "uuid5": ("a uuid5 of a 6-letter booking reference is as guessable as the reference: anyone can hash "
                   "their guesses too (the hashed thread IDs of 'The tenant boundary'). Which kind is all random?"),
-        "uuid7": "a uuid7 begins with the millisecond it was made, which the link must not tell. Which kind is all random?",
+        "uuid7": ("a uuid7 begins with the millisecond it was made, which the link must not tell. Which kind is "
+                  "all random?"),
         "*": "anyone who has the link may open the itinerary, so nobody may guess it: which kind is all random?",
     },
     "leg_operation_id": ("the second delivery must come up with the same key with nothing stored: a random ID "
                          "would differ. Which kind is computed again from its inputs (the command and the leg)?"),
-    "log_event_id": ("each worker mints its keys alone (no shared database to ask, so no shared sequence), fast, and new "
-                     "keys should land at the end of the index: which kind sorts by creation in its process?"),
+    "log_event_id": ("each worker mints its keys alone (no shared database to ask, so no shared sequence), fast, "
+                     "and new keys should land at the end of the index: which kind sorts by creation in its process?"),
     "event_time": {
         "uuid7": ("at 5,000 a second a process mints more than one uuid7 per millisecond, so each gets the previous "
                   "one's millisecond + 1: the burst in 'uuid4, uuid5, uuid7, prefixes and format limits' ended at "
                   "least a second ahead of the clock. A uuid7 keeps sort order, not the time"),
         "*": "a time you will read back is a value, not an ID: which choice is no ID at all?",
     },
-    "turn_number": ("two devices in the same second: a UUID's embedded time comes from each device's clock and is "
-                    "not an order between writers. Let one place assign the order"),
+    "turn_number": ("two devices in the same second: a uuid7's time comes from each device's clock (or runs ahead "
+                    "of it), which is not an order between writers. Let one place assign the order"),
     "task_id": "the runtime mints task IDs itself (chapter 06); you read them, never mint them: 'runtime'",
 }
 
