@@ -19,7 +19,10 @@ def _expect_labels(answer: dict, name: str, expected: dict, allowed, hints: dict
         if got not in allowed:
             raise Fail(f"{name}[{key!r}] is {got!r}, not one of {', '.join(map(repr, allowed))}")
         if got != want and not (isinstance(want, frozenset) and got in want):
-            raise Fail(f"{name}[{key!r}] is {got!r}: {hints[key]}")
+            hint = hints[key]
+            if isinstance(hint, dict):  # a hint per wrong label, "*" for the others
+                hint = hint.get(got, hint["*"])
+            raise Fail(f"{name}[{key!r}] is {got!r}: {hint}")
 
 
 # ----------------------------------------------------------------------------- 10.1
@@ -70,7 +73,8 @@ NEW_IDS = {
 _SCENARIO_HINTS = {
     "timeout": "the answer was lost, not the intent: the app resends the same command",
     "double_click": "both sends carry the command id minted when Send was pressed: the second is a retry",
-    "offline": "the app sends the command it stored, with the IDs it minted when Ana pressed Send: a retry",
+    "offline": ("the first send failed, and the app sends the same command again, with the IDs it minted when "
+                "Ana pressed Send: a retry"),
     "regenerate": "the user asks for another answer to the same message: a regenerate",
     "same_words": "same words, but a new intent the user typed: a new message (deduplicate on ids, never on text)",
 }
@@ -116,18 +120,30 @@ def check_request_kinds(kinds, new_ids):
 
 # ----------------------------------------------------------------------------- 10.3
 ID_KINDS = {
-    "message_id": "uuid4", "leg_operation_id": "uuid5", "log_event_id": "uuid7",
-    "turn_number": "sequence", "task_id": "runtime",
+    "share_link_id": "uuid4", "leg_operation_id": "uuid5", "log_event_id": "uuid7",
+    "event_time": "timestamp column", "turn_number": "sequence", "task_id": "runtime",
 }
-CHOICES = ("uuid4", "uuid5", "uuid7", "sequence", "runtime")
+CHOICES = ("uuid4", "uuid5", "uuid7", "sequence", "runtime", "timestamp column")
 _KIND_HINTS = {
-    "message_id": ("two devices mint IDs with no way to coordinate, and the IDs must not be guessable: "
-                   "which kind has the most random bits?"),
+    "share_link_id": {
+        "uuid5": ("a uuid5 of a 6-letter booking reference is as guessable as the reference: anyone can hash "
+                  "their guesses too (the hashed thread IDs of 'The tenant boundary'). Which kind is all random?"),
+        "uuid7": ("a uuid7 begins with the millisecond it was made, which the link must not tell. Which kind is "
+                  "all random?"),
+        "*": "anyone who has the link may open the itinerary, so nobody may guess it: which kind is all random?",
+    },
     "leg_operation_id": ("the second delivery must come up with the same key with nothing stored: a random ID "
                          "would differ. Which kind is computed again from its inputs (the command and the leg)?"),
-    "log_event_id": "rows arrive fast and are read by recent time: which kind keeps new keys at the end of an index?",
-    "turn_number": ("two devices in the same second: a UUID's embedded time comes from each device's clock and is "
-                    "not an order between writers. Let one place assign the order"),
+    "log_event_id": ("each worker mints its keys alone (no shared database to ask, so no shared sequence), fast, "
+                     "and new keys should land at the end of the index: which kind sorts by creation in its process?"),
+    "event_time": {
+        "uuid7": ("at 5,000 a second a process mints more than one uuid7 per millisecond, so each gets the previous "
+                  "one's millisecond + 1: the burst in 'uuid4, uuid5, uuid7, prefixes and format limits' ended at "
+                  "least a second ahead of the clock. A uuid7 keeps sort order, not the time"),
+        "*": "a time you will read back is a value, not an ID: which choice is no ID at all?",
+    },
+    "turn_number": ("two devices in the same second: a uuid7's time comes from each device's clock (or runs ahead "
+                    "of it), which is not an order between writers. Let one place assign the order"),
     "task_id": "the runtime mints task IDs itself (chapter 06); you read them, never mint them: 'runtime'",
 }
 
@@ -136,7 +152,8 @@ _KIND_HINTS = {
 def check_id_kinds(choice):
     expect_type(choice, dict, "need -> one of " + ", ".join(CHOICES))
     _expect_labels(choice, "choice", ID_KINDS, CHOICES, _KIND_HINTS, missing="need(s)")
-    return "uuid4 for what a client mints, uuid5 for recomputed ids, uuid7 for index locality, a sequence for order"
+    return ("uuid4 where nothing may be guessed, uuid5 for keys recomputed from IDs, uuid7 for index locality, a "
+            "column for a time, a sequence for order")
 
 
 # ----------------------------------------------------------------------------- 10.4

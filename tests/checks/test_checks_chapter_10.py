@@ -22,8 +22,8 @@ KINDS = {"timeout": "retry", "double_click": "retry", "offline": "retry",
          "regenerate": "regenerate", "same_words": "new message"}
 NEW_IDS = {"retry": {"request_id"}, "regenerate": {"command_id", "run_id", "request_id"},
            "new message": {"message_id", "command_id", "run_id", "request_id"}}
-CHOICE = {"message_id": "uuid4", "leg_operation_id": "uuid5", "log_event_id": "uuid7",
-          "turn_number": "sequence", "task_id": "runtime"}
+CHOICE = {"share_link_id": "uuid4", "leg_operation_id": "uuid5", "log_event_id": "uuid7",
+          "event_time": "timestamp column", "turn_number": "sequence", "task_id": "runtime"}
 
 WRONG_ANSWERS = {
     "10.1": [
@@ -53,9 +53,15 @@ WRONG_ANSWERS = {
         (({**CHOICE, "turn_number": "uuid7"},), "not an order between writers"),
         (({**CHOICE, "leg_operation_id": "uuid4"},), "computed again from its inputs"),
         (({**CHOICE, "task_id": "uuid5"},), "never mint them"),
-        (({**CHOICE, "message_id": "uuid7"},), "most random bits"),
-        (({**CHOICE, "log_event_id": "uuid4"},), "end of an index"),
-        (({**CHOICE, "message_id": "uuid8"},), "not one of"),
+        (({**CHOICE, "share_link_id": "uuid5"},), "as guessable as the reference"),
+        (({**CHOICE, "share_link_id": "uuid7"},), "begins with the millisecond it was made"),
+        (({**CHOICE, "share_link_id": "sequence"},), "nobody may guess it"),
+        (({**CHOICE, "log_event_id": "uuid4"},), "end of the index"),
+        (({**CHOICE, "log_event_id": "sequence"},), "no shared sequence"),
+        (({**CHOICE, "event_time": "uuid7"},), "keeps sort order, not the time"),
+        (({**CHOICE, "event_time": "sequence"},), "no ID at all"),
+        (({**CHOICE, "share_link_id": "uuid8"},), "not one of"),
+        (({k: v for k, v in CHOICE.items() if k != "event_time"},), "missing need"),
     ],
     "10.4": [
         ((lambda command_id, effect, info: info.task_id,), "after a real crash"),
@@ -77,7 +83,7 @@ COPY_ATTACKS = {
            "message/command, no regenerate": "split: cardinality", "command/operation, two seats": "split: cardinality",
            "conversation/thread, state expires": "split: lifetime"},),
          "the decision table of 'Two questions that decide whether to split an ID', read row by row: "
-         "conversation/thread and message/command always split"),
+         "conversation/thread and message/command split, whatever the case"),
         (({pair: "split: cardinality" for pair in DECISIONS},), "splitting every pair 'to be safe'"),
     ],
     "10.2": [
@@ -87,12 +93,16 @@ COPY_ATTACKS = {
          "the same/NEW table of 'A retry, and a regenerate' (it has no run_id column), extended to a new message"),
     ],
     "10.3": [
-        (({"message_id": "uuid4", "leg_operation_id": "uuid5", "log_event_id": "uuid7", "turn_number": "uuid7",
-           "task_id": "uuid4"},),
+        (({"share_link_id": "uuid5", "leg_operation_id": "uuid5", "log_event_id": "uuid7", "event_time": "uuid7",
+           "turn_number": "sequence", "task_id": "runtime"},),
+         "the uuid key point read literally: uuid5 for what the server can recompute (the booking reference), "
+         "uuid7 for anything about time"),
+        (({"share_link_id": "uuid4", "leg_operation_id": "uuid5", "log_event_id": "uuid7", "event_time": "uuid7",
+           "turn_number": "uuid7", "task_id": "uuid4"},),
          "the uuid_properties table of 'uuid4, uuid5, uuid7, prefixes and format limits' read literally: "
-         "sorted_by_creation means an order"),
-        (({"command_id": "uuid4", "run_id": "uuid5", "audit_event_id": "uuid7", "queue_position": "sequence",
-           "checkpoint_id": "runtime"},), "the previous edition's answer to a different list of needs"),
+         "embeds_time is a timestamp, sorted_by_creation an order"),
+        (({"message_id": "uuid4", "leg_operation_id": "uuid5", "log_event_id": "uuid7", "turn_number": "sequence",
+           "task_id": "runtime"},), "the previous edition's answer (five needs, message_id instead of the share link)"),
     ],
     "10.4": [
         ((lambda command_id, effect, info: None,), "the key_fn of the hold graph cell in 'Runtime IDs, and four "
