@@ -50,7 +50,7 @@ class Booking(TypedDict, total=False):
     route: str
     seat: str
     fare: int
-    seen: Annotated[list, operator.add]    # reducer: concatenate the notes of one step
+    seen: Annotated[list, operator.add]    # reducer: each write is appended to the stored list
     status: str
     approved: bool                         # a manager's decision (chapter 07)
 

@@ -54,9 +54,10 @@ def _branch_cases() -> list[tuple[Any, dict[str, Any], list[str], list[str], str
 
 
 @exercise("04.1")
-def check_current_branch(current_branch):
-    for graph, config, truth, everything, what in _branch_cases():
-        got = call_answer(current_branch, graph, dict(config), what="current_branch(graph, config)", case=what)
+def check_off_branch(off_branch):
+    for graph, config, branch, everything, what in _branch_cases():
+        truth = [i for i in everything if i not in set(branch)]
+        got = call_answer(off_branch, graph, dict(config), what="off_branch(graph, config)", case=what)
         expect_type(got, list, "the checkpoint IDs, oldest first")
         if got and not all(isinstance(i, str) for i in got):
             kinds = sorted({type(i).__name__ for i in got})
@@ -67,18 +68,23 @@ def check_current_branch(current_branch):
         labels = {i: f"C{n}" for n, i in enumerate(everything)}
         shown = [labels.get(i, "(not stored)") for i in got]
         want = [labels[i] for i in truth]
-        if got == truth[::-1]:
+        if got and got == truth[::-1]:
             raise Fail(f"for {what} you returned the right checkpoints newest first; return them oldest first")
-        if set(got) == set(everything) and len(everything) > len(truth):
-            raise Fail(f"for {what} you listed every checkpoint of the thread ({len(everything)}), but the latest "
-                       f"state is built on {want} only: get_state_history lists by ID, it does not follow the chain; "
-                       "follow parent_config from the latest checkpoint")
+        if set(got) == set(branch):
+            raise Fail(f"for {what} you returned {shown}, the checkpoints the latest state is built on (its parent "
+                       f"chain); the tool wants the others, {want or 'none'}: every stored checkpoint of the thread "
+                       "that is not on that chain")
         if any(i not in labels for i in got):
-            raise Fail(f"for {what} your list holds an ID the saver does not store; stop at the first parent that "
-                       "is not in the thread's history")
-        raise Fail(f"for {what} you returned {shown}, expected {want}: start at the latest checkpoint "
-                   "(get_state(config)), follow parent_config while the parent is stored, then reverse")
-    return "the path to the latest state, oldest first, across reopened points and an unknown parent"
+            raise Fail(f"for {what} your list holds an ID the saver does not store; list only checkpoints of the "
+                       "thread's history")
+        if set(got) == set(everything):
+            raise Fail(f"for {what} you listed every checkpoint of the thread ({len(everything)}); leave out the "
+                       "ones on the path from the latest checkpoint (get_state(config)) through parent_config: "
+                       f"that leaves {want or 'none'}")
+        raise Fail(f"for {what} you returned {shown}, expected {want or 'none'}: take the thread's checkpoints "
+                   "(get_state_history), remove those on the path from get_state(config) through parent_config "
+                   "while the parent is stored, and sort the rest by ID")
+    return "the checkpoints off the latest state's path, oldest first, across reopened points and an unknown parent"
 
 
 def _failed_thread(saver: Any, thread_id: str) -> None:

@@ -25,29 +25,47 @@ def _run_planner(mode: bool | None, runs: int, hold: bool = False, saver: Any = 
 
 
 @exercise("05.1")
-def check_subgraph_path(subgraph_path):
-    cases: list[tuple[str, list[str]]] = [("", []), ("planner|search", ["planner", "search"]), ("planner", ["planner"])]
+def check_parent_namespace(parent_namespace):
     _, saver, _ = _run_planner(None, 1)
-    real = sorted({t.config["configurable"]["checkpoint_ns"] for t in saver.list(None)}, key=len)
-    cases += [(real[1], ["planner"]), (real[2], ["planner", "search"])]
-    for ns, want in cases:
-        if not ns:
-            shown = "''"
-        elif ":" in ns:
-            shown = "a real namespace " + "|".join(s.split(":")[0] + ":<task-id>" for s in ns.split("|"))
-        else:
-            shown = repr(ns)
-        got = call_answer(subgraph_path, ns, what="subgraph_path(ns)", case=shown)
-        expect_type(got, list, "the node names, outermost first")
+    stored = {t.config["configurable"]["checkpoint_ns"] for t in saver.list(None)}
+    planner, search = sorted(stored - {""}, key=len)
+    cases: list[tuple[str, str | None, str]] = [
+        ("", None, "the root ''"),
+        ("planner|search", "planner", "'planner|search'"),
+        ("planner", "", "'planner'"),
+        (planner, "", "a real namespace planner:<task-id>"),
+        (search, planner, "a real namespace planner:<task-id>|search:<task-id>"),
+        ("trip:7f3a|planner:2b1c|search:90de", "trip:7f3a|planner:2b1c", "'trip:7f3a|planner:2b1c|search:90de'"),
+        ("trip|planner|search", "trip|planner", "'trip|planner|search'"),
+    ]
+    for ns, want, shown in cases:
+        got = call_answer(parent_namespace, ns, what="parent_namespace(ns)", case=shown)
+        if want is None:
+            if got is not None:
+                raise Fail(f"for {shown} you returned {got!r}; the root has no level above it: return None")
+            continue
+        expect_type(got, str, f"the checkpoint_ns one level up from {shown}")
         if got == want:
             continue
-        if not ns:
-            raise Fail(f"for the root namespace '' you returned {got!r}; the root has no subgraph levels: return []")
-        if any(":" in str(x) for x in got) or len(got) > len(want):
-            raise Fail(f"for {shown} you returned {got!r}; split levels on NS_SEP ('|') first, then cut each level "
-                       "at NS_END (':') and keep the part before it")
-        raise Fail(f"for {shown} you returned {got!r}, expected {want!r}: node names only, outermost first")
-    return "namespaces read as paths of subgraph names"
+        levels = ns.split("|")
+        if got == levels[0] and len(levels) > 2:
+            raise Fail(f"for {shown} you returned {got!r}, the outermost level; the level above is every level "
+                       f"but the last: {want!r}")
+        if got == levels[-1]:
+            raise Fail(f"for {shown} you returned {got!r}, the level itself; return the levels above it, "
+                       f"joined with NS_SEP: {want!r}")
+        if "<task-id>" in got:
+            raise Fail(f"for {shown} you returned {got!r}; keep the task ids as they are (namespaces.ns_shape "
+                       "prints them as <task-id>; the saver stores the real ones)")
+        if ":" in want and ":" not in got:
+            raise Fail(f"for {shown} you returned {got!r}; keep the task ids: the saver stores the level above "
+                       f"under {want.split(':')[0]}:<task-id>, not under its name alone")
+        if want == "" and got != "":
+            raise Fail(f"for {shown} you returned {got!r}; a namespace with one level sits under the root, "
+                       "whose checkpoint_ns is ''")
+        raise Fail(f"for {shown} you returned {got!r}; split on NS_SEP ('|'), drop the last level and join the "
+                   "rest with NS_SEP")
+    return "the level above, task ids kept: a real search namespace points at its planner's namespace"
 
 
 def _expected_namespaces() -> dict[Any, int]:

@@ -19,40 +19,52 @@ def branch_right(graph, config):
     return branch[::-1]
 
 
-def branch_whole_history(graph, config):
+def off_right(graph, config):
+    on_branch = set(branch_right(graph, config))
+    return sorted(_cid(s) for s in graph.get_state_history(config) if _cid(s) not in on_branch)
+
+
+def off_whole_history(graph, config):
     """The ids of cell 'A thread's checkpoint IDs': the whole history, sorted by ID."""
     return sorted(_cid(s) for s in graph.get_state_history(config))
 
 
-def branch_newest_first(graph, config):
-    return branch_right(graph, config)[::-1]
+def off_newest_first(graph, config):
+    return off_right(graph, config)[::-1]
 
 
-def branch_keeps_unstored_parent(graph, config):
+def off_the_branch_itself(graph, config):
+    """The old exercise: the path to the latest state, oldest first."""
+    return branch_right(graph, config)
+
+
+def off_keeps_unstored_parent(graph, config):
     branch = branch_right(graph, config)
     first = graph.get_state({"configurable": {**config["configurable"], "checkpoint_id": branch[0]}})
-    return ([_cid(first.parent_config)] if first.parent_config else []) + branch
+    return ([_cid(first.parent_config)] if first.parent_config else []) + off_right(graph, config)
 
 
-def branch_snapshots(graph, config):
+def off_snapshots(graph, config):
     by_id = {_cid(s): s for s in graph.get_state_history(config)}
-    return [by_id[i] for i in branch_right(graph, config)]
+    return [by_id[i] for i in off_right(graph, config)]
 
 
-def branch_walk_parent_chain(graph, config):
+def off_walk_parent_chain(graph, config):
     """The cell 'walk_parent_chain', pasted: rows, newest first."""
     from helpers.checkpoint_ids import walk_parent_chain
 
     return walk_parent_chain(graph.checkpointer, config)
 
 
-def branch_walk_parent_chain_ids(graph, config):
-    """walk_parent_chain's ids as they come: newest first."""
-    return [row["id"] for row in branch_walk_parent_chain(graph, config)]
+def off_walk_parent_chain_ids(graph, config):
+    """walk_parent_chain's ids, oldest first: the branch, not what is off it."""
+    return [row["id"] for row in off_walk_parent_chain(graph, config)][::-1]
 
 
-def branch_last_turn_only(graph, config):
-    return branch_right(graph, config)[-3:]
+def off_older_than_the_branch(graph, config):
+    """Everything older than the branch's first checkpoint: misses an old tail newer than the fork."""
+    branch = branch_right(graph, config)
+    return sorted(i for i in off_whole_history(graph, config) if i < branch[0])
 
 
 def _migrate_with(mint):
@@ -191,13 +203,14 @@ def guard_rejects_all(saver, conversations, user_id, conversation_id, checkpoint
 
 WRONG_ANSWERS = {
     "04.1": [
-        ((branch_whole_history,), "get_state_history lists by ID"),
-        ((branch_newest_first,), "oldest first"),
-        ((branch_keeps_unstored_parent,), "does not store"),
-        ((branch_snapshots,), "return the checkpoint IDs as strings"),
-        ((branch_walk_parent_chain,), "return the checkpoint IDs as strings"),
-        ((branch_walk_parent_chain_ids,), "oldest first"),
-        ((branch_last_turn_only,), "follow parent_config while the parent is stored"),
+        ((off_whole_history,), "not on that chain"),
+        ((off_newest_first,), "oldest first"),
+        ((off_the_branch_itself,), "the checkpoints the latest state is built on"),
+        ((off_keeps_unstored_parent,), "does not store"),
+        ((off_snapshots,), "return the checkpoint IDs as strings"),
+        ((off_walk_parent_chain,), "return the checkpoint IDs as strings"),
+        ((off_walk_parent_chain_ids,), "the checkpoints the latest state is built on"),
+        ((off_older_than_the_branch,), "remove those on the path"),
         (("C8",), "expected a function"),
     ],
     "04.2": [
@@ -231,8 +244,9 @@ def guard_from_the_ghost_cell(saver, conversations, user_id, conversation_id, ch
 
 # What a learner gets by pasting the nearest visible cell.
 COPY_ATTACKS = {
-    "04.1": [((branch_walk_parent_chain,), "the cell that defines walk_parent_chain, called on graph.checkpointer"),
-             ((branch_whole_history,), "the checkpoint ids of the first cell, sorted from get_state_history")],
+    "04.1": [((off_walk_parent_chain,), "the cell that defines walk_parent_chain, called on graph.checkpointer"),
+             ((off_walk_parent_chain_ids,), "the saved helper checkpoint_ids.walk_parent_chain: its ids, oldest first"),
+             ((off_whole_history,), "the checkpoint ids of the first cell, sorted from get_state_history")],
     "04.2": [((migrate_uuid6,), "copy_with_new_ids with LangGraph's uuid6 as the minter"),
              ((migrate_kept_ids_no_writes,), "copy_with_new_ids with the 'kept' minter (the original ids)")],
     "04.3": [((guard_from_the_ghost_cell,), "the 'ghost' config of the cell 'A checkpoint ID you invent'")],
@@ -240,7 +254,7 @@ COPY_ATTACKS = {
 
 
 def test_branch_and_migration_solutions_pass():
-    assert evaluate("04.1", branch_right).status == PASSED
+    assert evaluate("04.1", off_right).status == PASSED
     assert evaluate("04.2", migrate_right).status == PASSED
 
 

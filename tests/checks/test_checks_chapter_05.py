@@ -5,24 +5,43 @@ from collections import Counter
 from helpers.checks import PASSED, evaluate
 
 
-def path_split_colon(ns):
-    return ns.split(":")
+def parent_right(ns):
+    return "|".join(ns.split("|")[:-1]) if ns else None
 
 
-def path_root_blank(ns):
-    return [segment.split(":")[0] for segment in ns.split("|")]
+def parent_root_blank(ns):
+    return "|".join(ns.split("|")[:-1])
 
 
-def path_keeps_ids(ns):
-    return ns.split("|") if ns else []
+def parent_outermost(ns):
+    return ns.split("|")[0] if "|" in ns else ("" if ns else None)
 
 
-def path_last_only(ns):
-    return [ns.split("|")[-1].split(":")[0]] if ns else []
+def parent_drops_ids(ns):
+    return "|".join(segment.split(":")[0] for segment in ns.split("|")[:-1]) if ns else None
 
 
-def path_as_string(ns):
-    return ns.replace("|", "/")
+def parent_last_level(ns):
+    return ns.split("|")[-1] if ns else None
+
+
+def parent_as_list(ns):
+    return ns.split("|")[:-1] if ns else None
+
+
+def parent_from_ns_parts(ns):
+    """The saved helper namespaces.ns_parts, as the old exercise used it: the node names."""
+    from helpers.namespaces import ns_parts
+
+    return [node for node, _ in ns_parts(ns)]
+
+
+def parent_ns_shape(ns):
+    """The saved helper namespaces.ns_shape, minus the last level: task ids printed as <task-id>."""
+    from helpers.namespaces import ns_shape
+
+    shape = ns_shape(ns)
+    return None if not ns else "|".join(shape.split("|")[:-1])
 
 
 def _path(ns):
@@ -64,18 +83,19 @@ def levels_from_the_reading_cell(saver, thread_id):
     return {tuple(segment.partition(":")[0] for segment in deepest.split("|")): 1}
 
 
-def path_from_the_reading_cell(ns):
-    """The loop of the cell 'Reading a namespace', wrapped in a function."""
+def parent_from_the_reading_cell(ns):
+    """The loop of the cell 'Reading a namespace', wrapped in a function: the node name of each level."""
     return [segment.partition(":")[0] for segment in ns.split("|")]
 
 
 WRONG_ANSWERS = {
     "05.1": [
-        ((path_split_colon,), "return []"),
-        ((path_root_blank,), "return []"),
-        ((path_keeps_ids,), "split levels on NS_SEP"),
-        ((path_last_only,), "outermost first"),
-        ((path_as_string,), "expected a list"),
+        ((parent_root_blank,), "return None"),
+        ((parent_outermost,), "the outermost level"),
+        ((parent_drops_ids,), "keep the task ids"),
+        ((parent_last_level,), "the level itself"),
+        ((parent_as_list,), "expected a str"),
+        ((parent_ns_shape,), "keep the task ids"),
     ],
     "05.2": [
         (({None: 3, True: 3, False: 1},), "checkpointer=None"),
@@ -106,7 +126,9 @@ WRONG_ANSWERS = {
 
 # What a learner gets by pasting the nearest visible cell (or reading a visible table).
 COPY_ATTACKS = {
-    "05.1": [((path_from_the_reading_cell,), "the loop of the cell 'Reading a namespace', wrapped in a function")],
+    "05.1": [((parent_from_the_reading_cell,), "the loop of the cell 'Reading a namespace', wrapped in a function"),
+             ((parent_from_ns_parts,), "the saved helper namespaces.ns_parts (the node names of each level)"),
+             ((parent_ns_shape,), "the saved helper namespaces.ns_shape, minus its last level")],
     "05.2": [(({None: 5, True: 3, False: 1},), "the two-run tables of 'Predict, then run: checkpointer=None, "
                                                  "True, False' (1 + 2 + 2 namespaces under None)")],
     "05.3": [((levels_from_history,), "get_state_history(thread) from the cell 'History per namespace'"),
@@ -118,6 +140,7 @@ COPY_ATTACKS = {
 
 
 def test_level_and_plan_solutions_pass():
+    assert evaluate("05.1", parent_right).status == PASSED
     assert evaluate("05.3", levels_right).status == PASSED
     assert evaluate("05.4", {None: (2, 1), True: (2, 2), False: (3, 1)}).status == PASSED
     assert evaluate("05.4", {"None": [2, 1], "True": (2, 2), "False": (3, 1)}).status == PASSED
