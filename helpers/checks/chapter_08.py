@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import statistics
 from typing import Any
 
 from .protocol import Fail, call_answer, exercise, expect_keys, expect_type
@@ -83,8 +82,9 @@ MODE_HINTS = {
                "which mode writes the least per run?",
     "assistant": "forking an earlier turn needs a checkpoint per step (one mode keeps only the last one), "
                  "and the reply must not wait for the database between nodes (one mode waits)",
-    "audit": "every node that finished before the running one must be on disk after any crash: in one "
-             "mode a crash can lose finished steps, in another the whole run",
+    "audit": "after a crash inside a node of this one-node-per-step line, every node that finished before "
+             "the running one must be on disk: in one mode a crash can lose finished steps, in another the "
+             "whole run",
 }
 
 
@@ -104,53 +104,83 @@ def check_mode_choices(answer):
     return "each team's constraints matched to what its mode writes, and what a crash costs in it"
 
 
-# -- 08.3: ratios to sync from measurements -------------------------------------------------
-HIDDEN_SAMPLES = [
-    {"sync": [3.1, 3.3, 3.2, 9.8], "async": [3.9, 3.6, 3.7, 3.5, 30.0], "exit": [1.2, 1.1, 1.3]},
-    {"exit": [0.9, 1.0, 5.0], "async": [2.0, 2.4, 2.2], "sync": [2.0, 2.1, 1.9, 2.0, 2.2, 2.6]},
+# -- 08.3: saver calls for a graph of any shape ---------------------------------------------
+# Graphs that run to their end, as lists of super-steps (the nodes of each step); the first
+# is the chapter's line. tests/checks/test_checks_chapter_08.py runs each on a counting saver.
+SAVER_CALL_SHAPES = [
+    (("a",), ("b",), ("c",)),
+    (("seat", "fare", "bags"), ("price",)),
+    (("search",), ("hold_seat", "quote_fare"), ("charge_card",)),
+    (("only",),),
+    (("search",), ("hold", "quote"), ("charge",), ("ticket", "email", "notify")),
+    (("a",), ("b",), ("c",), ("d",), ("e",), ("f",)),
 ]
-TOLERANCE = 0.006
+SAVER_CALL_MODES = ("sync", "async", "exit", None)
 
 
-def _ratios(samples, center) -> dict[str, float]:
-    centers = {mode: center(values) for mode, values in samples.items()}
-    return {mode: value / centers["sync"] for mode, value in centers.items()}
+def saver_calls_truth(steps, mode) -> tuple[int, int]:
+    """(put, put_writes) of one invoke that runs ``steps`` to the end with ``durability=mode``.
+
+    "sync", "async" and the default (None, i.e. "async") save one checkpoint for the input
+    (step -1), one after ``__start__`` (step 0) and one per super-step, and hand the saver
+    one put_writes per task (``__start__`` and every node); "exit" saves only the final
+    checkpoint, and a finished run has no pending writes.
+    """
+    if mode == "exit":
+        return 1, 0
+    return len(steps) + 2, 1 + sum(len(step) for step in steps)
 
 
-def _upper_middle(values):
-    return sorted(values)[len(values) // 2]
-
-
-def _close(got, expected) -> bool:
-    return all(abs(got[m] - expected[m]) <= TOLERANCE for m in expected)
+def _saver_calls_hint(steps, mode, put, put_writes) -> str:
+    want_put, want_writes = saver_calls_truth(steps, mode)
+    nodes = sum(len(step) for step in steps)
+    case = f"steps={[list(s) for s in steps]}, mode={mode!r}"
+    if mode is None:
+        return (f"for {case}: passing no durability runs the default mode, which the docstring in the first "
+                "prediction's cell names")
+    if mode == "exit":
+        if put != 1:
+            return f"for {case}: exit saves one checkpoint, when the run ends"
+        return (f"for {case}: exit hands the saver no pending writes during the run, and a run that finished "
+                "leaves none at its end")
+    if put != want_put:
+        if put == nodes + 2 and nodes != len(steps):
+            return (f"for {case}: one checkpoint per super-step, not per node: nodes that run in parallel "
+                    "share one step, and one checkpoint after it (chapter 03)")
+        return (f"for {case}: one put per checkpoint: step -1 (the input), step 0 (after __start__), then one "
+                "after each super-step")
+    if put_writes == nodes:
+        return f"for {case}: the input task __start__ hands its writes to the saver too"
+    if put_writes == len(steps) + 1 and nodes != len(steps):
+        return (f"for {case}: one put_writes per task, not per step: each parallel node hands its own writes "
+                "over when it finishes")
+    return f"for {case}: one put_writes per task: __start__, then every node"
 
 
 @exercise("08.3")
-def check_ratios_to_sync(func):
-    for samples in HIDDEN_SAMPLES:
-        copy = {mode: list(values) for mode, values in samples.items()}
-        got = call_answer(func, copy, what="ratios_to_sync(samples)")
-        expect_type(got, dict, "mode -> ratio of its median to sync's median")
-        missing = sorted(set(samples) - set(got))
-        if missing:
-            raise Fail(f"no ratio for {missing}: return one for every mode in samples, sync included (1.0)")
-        for mode in sorted(samples):
-            if isinstance(got[mode], bool) or not isinstance(got[mode], (int, float)):
-                raise Fail(f"the ratio for {mode!r} should be a number, got {type(got[mode]).__name__}")
-        expected = _ratios(samples, statistics.median)
-        if _close(got, expected):
-            continue
-        if got["exit"] > 1 and _close(got, {m: 1 / r for m, r in expected.items()}):
-            raise Fail("your ratios are upside down: divide each mode's median by sync's median (mode / sync)")
-        if _close(got, _ratios(samples, statistics.mean)):
-            raise Fail("that is the mean: use the median (statistics.median); one slow outlier moves the mean a lot")
-        if _close(got, _ratios(samples, _upper_middle)):
-            raise Fail("with an even number of runs the median is the mean of the two middle values: "
-                       "use statistics.median instead of indexing the sorted list")
-        shown = {m: got[m] for m in sorted(got)}
-        raise Fail(f"for samples {samples} expected about {({m: round(expected[m], 2) for m in sorted(expected)})}, "
-                   f"got {shown}; ratio = median(mode) / median(sync), rounded to 2 decimals")
-    return "medians and ratios to sync computed as the chapter does"
+def check_saver_calls(func):
+    answers = {}
+    for steps in SAVER_CALL_SHAPES:
+        for mode in SAVER_CALL_MODES:
+            case = f"steps={[list(s) for s in steps]}, mode={mode!r}"
+            got = call_answer(func, [list(step) for step in steps], mode, what="saver_calls(steps, mode)",
+                              case=case)
+            pair = _as_list(got, "a pair: (put calls, put_writes calls)")
+            if len(pair) != 2:
+                raise Fail(f"return a pair (put, put_writes), got {len(pair)} items for {case}")
+            if any(isinstance(n, bool) or not isinstance(n, int) for n in pair):
+                raise Fail(f"both counts are ints, e.g. (5, 4); got {tuple(pair)!r} for {case}")
+            answers[steps, mode] = tuple(pair)
+    for steps in SAVER_CALL_SHAPES:
+        if answers[steps, "sync"] != answers[steps, "async"]:
+            raise Fail(f"steps={[list(s) for s in steps]}: sync and async make the same calls; they differ only "
+                       "in when the saves happen")
+    for steps in SAVER_CALL_SHAPES:
+        for mode in SAVER_CALL_MODES:
+            if answers[steps, mode] != saver_calls_truth(steps, mode):
+                raise Fail(_saver_calls_hint(steps, mode, *answers[steps, mode]))
+    return (f"right for {len(SAVER_CALL_SHAPES)} shapes in every mode: one checkpoint per super-step, "
+            "one put_writes per task, and exit only the final checkpoint")
 
 
 # -- 08.4: which modes fit what was found after a crash --------------------------------------

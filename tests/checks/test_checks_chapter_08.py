@@ -1,34 +1,70 @@
 """Wrong answers for chapter 08's exercises must fail with a hint (same shape as chapter 00)."""
 
-import statistics
-
 import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, StateGraph
 
+from helpers import durability_experiments
 from helpers.checks import PASSED, evaluate
+from helpers.checks.chapter_08 import SAVER_CALL_MODES, SAVER_CALL_SHAPES, saver_calls_truth
+from helpers.counting_saver import CountingSaver
+from helpers.durability_experiments import TripLog, make_node
 
 
-def _mean_ratios(samples):
-    means = {m: statistics.mean(v) for m, v in samples.items()}
-    return {m: round(v / means["sync"], 2) for m, v in means.items()}
+# -- 08.3: realistic wrong functions ---------------------------------------------------------
+def _saver_calls(steps, mode):
+    if mode == "exit":
+        return 1, 0
+    return len(steps) + 2, 1 + sum(len(step) for step in steps)
 
 
-def _inverted(samples):
-    medians = {m: statistics.median(v) for m, v in samples.items()}
-    return {m: round(medians["sync"] / v, 2) for m, v in medians.items()}
+def _per_node(steps, mode):
+    """The chapter's first run read literally: one put after each node."""
+    if mode == "exit":
+        return 1, 0
+    nodes = sum(len(step) for step in steps)
+    return nodes + 2, nodes + 1
 
 
-def _upper_middle(samples):
-    mids = {m: sorted(v)[len(v) // 2] for m, v in samples.items()}
-    return {m: round(v / mids["sync"], 2) for m, v in mids.items()}
+def _no_input_checkpoint(steps, mode):
+    put, writes = _saver_calls(steps, mode)
+    return (put - 1 if mode != "exit" else put), writes
 
 
-def _without_sync(samples):
-    medians = {m: statistics.median(v) for m, v in samples.items()}
-    return {m: v / medians["sync"] for m, v in medians.items() if m != "sync"}
+def _forgets_start_task(steps, mode):
+    put, writes = _saver_calls(steps, mode)
+    return put, (writes - 1 if mode != "exit" else writes)
 
 
-def _raises(samples):
-    return 1 / 0
+def _writes_per_step(steps, mode):
+    put, writes = _saver_calls(steps, mode)
+    return put, (len(steps) + 1 if mode != "exit" else writes)
+
+
+def _exit_keeps_writes(steps, mode):
+    if mode == "exit":
+        return 1, sum(len(step) for step in steps) + 1
+    return _saver_calls(steps, mode)
+
+
+def _exit_saves_every_step(steps, mode):
+    if mode == "exit":
+        return len(steps) + 2, 0
+    return _saver_calls(steps, mode)
+
+
+def _default_is_exit(steps, mode):
+    return _saver_calls(steps, "exit" if mode is None else mode)
+
+
+def _async_skips_writes(steps, mode):
+    put, writes = _saver_calls(steps, mode)
+    return (put, 0) if mode == "async" else (put, writes)
+
+
+def _changes_steps(steps, mode):
+    steps.append(["extra"])
+    return _saver_calls(steps[:-1], mode)
 
 
 # -- 08.1: realistic wrong functions ---------------------------------------------------------
@@ -102,13 +138,18 @@ WRONG_ANSWERS = {
         ((["sync", "exit", "async", "sync"],), "expected a dict"),
     ],
     "08.3": [
-        ((_mean_ratios,), "use the median"),
-        ((_inverted,), "upside down"),
-        ((_upper_middle,), "two middle values"),
-        ((_without_sync,), "sync included"),
-        ((lambda samples: [1.0, 1.14, 0.37],), "expected a dict"),
-        ((lambda samples: {m: "1.0" for m in samples},), "should be a number"),
-        ((_raises,), "raised ZeroDivisionError"),
+        ((_per_node,), "not per node"),
+        ((_no_input_checkpoint,), "step -1 (the input)"),
+        ((_forgets_start_task,), "__start__ hands its writes"),
+        ((_writes_per_step,), "not per step"),
+        ((_exit_keeps_writes,), "exit hands the saver no pending writes"),
+        ((_exit_saves_every_step,), "exit saves one checkpoint"),
+        ((_default_is_exit,), "default mode"),
+        ((_async_skips_writes,), "sync and async make the same calls"),
+        ((lambda steps, mode: "5, 4",), "expected a list or tuple"),
+        ((lambda steps, mode: (5,),), "got 1 items"),
+        ((lambda steps, mode: (5.0, 4.0),), "both counts are ints"),
+        ((lambda steps, mode: steps[5],), "raised IndexError"),
         ((42,), "expected a function"),
     ],
     "08.4": [
@@ -134,8 +175,13 @@ COPY_ATTACKS = {
               "every team whose text mentions a crash matched to the sync row of the table 'what a crash can cost'"),
              (({"ticketing": "sync", "reprice": "exit", "assistant": "async", "audit": "async"},),
               "'a crash may lose the last steps' read as async for every long flow")],
-    "08.3": [((lambda samples: {m: round(statistics.median(v), 2) for m, v in samples.items()},),
-              "the medians cell of section 'What each mode costs' (medians, not ratios)")],
+    "08.3": [((lambda steps, mode: (1, 0) if mode == "exit" else (5, 4),),
+              "the counts table of section 'Predict, then run: the same run in every mode'"),
+             ((_per_node,),
+              "the counts read aloud under the chapter's first run (one put after each of a, b and c)"),
+             ((lambda steps, mode: (lambda row: (row["put"], row["put_writes"]))(
+                 durability_experiments.count_saves(mode, nodes=[node for step in steps for node in step])),),
+              "the saved helper durability_experiments.count_saves, run on the nodes in a line")],
     "08.4": [(({"clean": {"sync"}, "partial": {"async"}},),
               "the table 'what a crash can cost' read one mode per finding")],
 }
@@ -143,8 +189,7 @@ COPY_ATTACKS = {
 SOLUTIONS = {
     "08.1": (_sync_outcome,),
     "08.2": ({"ticketing": "sync", "reprice": "exit", "assistant": "async", "audit": "sync"},),
-    "08.3": (lambda samples: {m: round(statistics.median(v) / statistics.median(samples["sync"]), 2)
-                              for m, v in samples.items()},),
+    "08.3": (_saver_calls,),
     "08.4": ({"clean": ["async", "sync"], "partial": ("async",)},),
 }
 
@@ -155,17 +200,38 @@ def test_right_answers_pass(exercise_id):
     assert result.status == PASSED, result
 
 
-def test_unrounded_ratios_and_tuples_are_accepted():
+def test_tuples_and_lists_are_accepted():
     assert evaluate("08.1", lambda nodes, crash_at: tuple(map(tuple, _sync_outcome(nodes, crash_at)))).status == PASSED
-    exact = lambda s: {m: statistics.median(v) / statistics.median(s["sync"]) for m, v in s.items()}  # noqa: E731
-    assert evaluate("08.3", exact).status == PASSED
+    assert evaluate("08.3", lambda steps, mode: list(_saver_calls(steps, mode))).status == PASSED
 
 
 def test_the_learner_input_is_not_what_the_check_keeps():
-    def sorts_in_place(samples):
-        for values in samples.values():
-            values.sort()
-        return SOLUTIONS["08.3"][0](samples)
+    assert evaluate("08.3", _changes_steps).status == PASSED
+    assert evaluate("08.3", _changes_steps).status == PASSED
 
-    assert evaluate("08.3", sorts_in_place).status == PASSED
-    assert evaluate("08.3", sorts_in_place).status == PASSED
+
+def _graph_of_steps(steps, checkpointer):
+    """START -> steps[0] (in parallel) -> steps[1] -> ... -> END; a node waits for the whole step before it."""
+    builder = StateGraph(TripLog)
+    for step in steps:
+        for name in step:
+            builder.add_node(name, make_node(name))
+    previous = [START]
+    for step in steps:
+        for name in step:
+            builder.add_edge(previous if len(previous) > 1 else previous[0], name)
+        previous = list(step)
+    for name in previous:
+        builder.add_edge(name, END)
+    return builder.compile(checkpointer=checkpointer)
+
+
+@pytest.mark.parametrize("steps", SAVER_CALL_SHAPES, ids=lambda s: "-".join("+".join(step) for step in s))
+def test_saver_calls_truth_is_what_a_real_run_makes(steps):
+    for mode in SAVER_CALL_MODES:
+        saver = CountingSaver(InMemorySaver())
+        kwargs = {} if mode is None else {"durability": mode}
+        result = _graph_of_steps(steps, saver).invoke({"trip": []}, {"configurable": {"thread_id": "t"}}, **kwargs)
+        assert sorted(result["trip"]) == sorted(node for step in steps for node in step)
+        calls = saver.counts()
+        assert (calls["put"], calls["put_writes"]) == saver_calls_truth(steps, mode), mode
