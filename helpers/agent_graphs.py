@@ -20,8 +20,9 @@ a timer.)
 
 Auth (``langgraph.json``: ``"auth": {"path": "helpers.agent_graphs:auth"}``): a bearer
 token names a user and a tenant (:data:`DEMO_TOKENS` stands in for a real token check);
-every thread is stamped with the caller's tenant when it is created, and every other
-thread operation is filtered by it, so one tenant cannot read, run or find another's
+the handler writes the caller's tenant into a thread's metadata when it is created or
+updated (the server writes none of a filter itself), and every thread operation is
+filtered by it, so one tenant cannot read, run or find another's
 threads. Whatever has no handler of its own is refused.
 """
 
@@ -74,11 +75,11 @@ async def read_assistants(ctx: Auth.types.AuthContext, value: dict) -> bool:
 # shown in solutions/13_agent_server.ipynb
 @auth.on.threads
 async def own_tenant_only(ctx: Auth.types.AuthContext, value: dict) -> Auth.types.FilterType | bool:
-    """Threads and their runs belong to a tenant: stamp it on create, filter by it on everything else."""
+    """Threads and their runs belong to a tenant: write it into what is created or updated, filter by it."""
     tenant = ctx.user.get("tenant")
     if tenant is None:
         return False
-    if ctx.action == "create":
+    if ctx.action in ("create", "update"):  # the server stores the metadata left here, and adds no tenant
         value.setdefault("metadata", {})["tenant"] = tenant
     return {"tenant": tenant}
 

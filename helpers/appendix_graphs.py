@@ -22,6 +22,11 @@ the server's own task for the run, which is what a server does to its runs when 
 down. Every node start is one line in a log file the notebook owns
 (:func:`helpers.worker_faults.note_start`), so the notebook counts what ran without a
 clock. Served as ``{"retried": RETRIED_GRAPH_SPEC}``; shown, then saved, in chapter 13.
+
+The third, :func:`build_keyed_fare_graph` (``price_with_key``, with a context schema),
+shows that the server copies a run's ``context`` into every checkpoint's metadata.
+Served as ``{"fare": "helpers.appendix_graphs:keyed_fare_graph"}``; shown, then saved,
+in chapter 13.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import Runtime
 
 from helpers import worker_faults
 
@@ -134,3 +140,40 @@ def build_retried_graph(checkpointer: BaseCheckpointSaver | None = None) -> Comp
 
 
 retried_graph = build_retried_graph()
+
+
+# -- runtime context on the server (chapter 13) ------------------------------------------
+
+# shown in solutions/13_agent_server.ipynb
+class FareState(TypedDict, total=False):
+    """``request``: the trip asked for; ``quote``: the fare found."""
+
+    request: str
+    quote: str
+
+
+# shown in solutions/13_agent_server.ipynb
+class FareContext(TypedDict, total=False):
+    """Per-run values that are not state: here the fare provider's API key."""
+
+    api_key: str
+
+
+# shown in solutions/13_agent_server.ipynb
+def price_with_key(state: FareState, runtime: Runtime[FareContext]) -> dict[str, str]:
+    """Look the fare up with the key from the run's context (a stand-in: the key is only checked)."""
+    has_key = bool((runtime.context or {}).get("api_key"))
+    return {"quote": f"{state['request']}: Air B, 540 EUR" if has_key else "no API key"}
+
+
+# shown in solutions/13_agent_server.ipynb
+def build_keyed_fare_graph(checkpointer: BaseCheckpointSaver | None = None) -> CompiledStateGraph:
+    """START -> price_with_key -> END, with a context schema."""
+    builder = StateGraph(FareState, context_schema=FareContext)
+    builder.add_node("price_with_key", price_with_key)
+    builder.add_edge(START, "price_with_key")
+    builder.add_edge("price_with_key", END)
+    return builder.compile(checkpointer=checkpointer)
+
+
+keyed_fare_graph = build_keyed_fare_graph()

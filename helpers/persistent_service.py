@@ -180,12 +180,13 @@ async def lifespan(application: FastAPI) -> AsyncIterator[None]:
 
 # shown in solutions/14_persistent_service.ipynb
 class Message(BaseModel):
-    """A request body: the user's text, and optionally where its run should hold."""
+    """A request body: the user's text; optionally where its run should hold, and its durability mode."""
 
     text: str
     start_after: int = 0  # wait until this many requests on the thread have arrived, then run
     hold: Literal["arrived", "inside"] | None = None
     count: int = 0
+    durability: Literal["sync", "async", "exit"] = "async"  # LangGraph's default (chapter 08)
 
 
 # shown in solutions/14_persistent_service.ipynb
@@ -219,7 +220,7 @@ async def send_message(setup: Setup, thread_id: str, message: Message, request: 
     async with service.serialized(setup, thread_id):
         result = await service.graphs[setup].ainvoke(
             {"messages": [HumanMessage(message.text)]}, {"configurable": {"thread_id": thread_id}},
-            context=ServiceContext(hold=hold))
+            context=ServiceContext(hold=hold), durability=message.durability)
     return {"reply": result["messages"][-1].content, "messages": len(result["messages"])}
 
 

@@ -11,19 +11,18 @@ import concurrent.futures
 import inspect
 import re
 from collections import Counter
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 from langgraph.checkpoint.memory import InMemorySaver
 from psycopg.rows import dict_row
 
-from ..persistent_service import ServiceContext, ThreadLocks, build_service_graph
+from ..persistent_service import ServiceContext, build_service_graph
 from .protocol import Fail, NotAttempted, call_answer, exercise, expect_type, is_stub
 
 # -- 14.1 ------------------------------------------------------------------------------
 
-POOLERS = (None, "session", "transaction")
+#: What sits between the service and PostgreSQL (the exercise names each one).
+POOLERS = (None, "session", "transaction", "transaction-tracking")
 
 
 @exercise("14.1")
@@ -42,61 +41,52 @@ def check_pool_kwargs(pool_kwargs: object) -> str:
         if pooler == "transaction" and threshold is not None:
             raise Fail("pooler='transaction': consecutive transactions may run on different server connections, "
                        "where a prepared statement does not exist: prepare_threshold=None turns preparing off")
-        if pooler != "transaction" and threshold not in (0, None):
-            raise Fail(f"pooler={pooler!r}: use 0 (what from_conn_string uses) or None, "
-                       f"got prepare_threshold={threshold!r}")
+        if pooler != "transaction" and (threshold is None or isinstance(threshold, bool)
+                                        or not isinstance(threshold, int) or threshold < 0):
+            why = ("PgBouncer 1.22+ with max_prepared_statements above 0 tracks prepared statements, and psycopg "
+                   "on libpq 17+ closes them at protocol level" if pooler == "transaction-tracking"
+                   else "every transaction of a client stays on its server connection")
+            raise Fail(f"pooler={pooler!r}: prepared statements work here ({why}): keep them, with 0 as "
+                       f"from_conn_string does; got prepare_threshold={threshold!r}")
         unknown = sorted(set(kwargs) - {"autocommit", "row_factory", "prepare_threshold"})
         if unknown:
             raise Fail(f"pooler={pooler!r}: {unknown[0]!r} is not one of the saver's connection settings")
-    return "autocommit and dict_row always; prepare_threshold=None only behind a transaction-mode pooler"
+    return ("autocommit and dict_row always; prepare_threshold=None only behind a transaction-mode pooler "
+            "that does not track prepared statements")
 
 
 # -- 14.2 ------------------------------------------------------------------------------
 
-SAFETY_WAIT = 0.5  # seconds: only a wrong answer (one lock for all threads) ever waits this long
+SAFETY_WAIT = 0.5  # seconds: only a wrong answer (a turn that waits, or one flag for all threads) waits this long
 
 
-class _WatchedLocks(ThreadLocks):
-    """ThreadLocks that count how often a lock was asked for, and say so on ``changed``."""
+class _Model:
+    """The stand-in model's ``hold`` for the check: counts the runs inside at once (``peak``).
 
-    def __init__(self, changed: asyncio.Event) -> None:
-        super().__init__()
-        self.asked = 0
-        self.changed = changed
-
-    @asynccontextmanager
-    async def hold(self, thread_id: str) -> AsyncIterator[None]:
-        self.asked += 1
-        self.changed.set()
-        async with super().hold(thread_id):
-            yield
-
-
-class _Overlap:
-    """A ``hold`` that keeps a run in the model until a second run is inside too, or until the
-    other call has asked ``locks`` for its thread's lock (then it would wait for this run).
-
-    Events, not sleeps; :data:`SAFETY_WAIT` only ends a wait that nothing could end (a lock
-    the check cannot see). ``peak`` is the most runs that were inside at once.
+    A run stays inside until ``release()`` says it may go on: once another call on the
+    thread has *returned* (a correct answer refuses it at once), or once two runs are inside
+    together. Events, not sleeps; :data:`SAFETY_WAIT` only ends a wait nothing could end
+    (an answer that makes the second call wait for the first).
     """
 
-    def __init__(self, locks: _WatchedLocks, *, lock_releases: bool = True) -> None:
-        self.locks, self.changed, self.lock_releases = locks, locks.changed, lock_releases
-        self.asked_before = locks.asked
-        self.inside = 0
-        self.peak = 0
+    def __init__(self, *, fail: bool = False) -> None:
+        self.changed = asyncio.Event()
+        self.inside = self.peak = self.returned = 0
+        self.fail = fail
 
-    def _released(self) -> bool:
-        """Once two runs were inside together (or the other asked for the lock), every run may go on."""
-        return self.peak >= 2 or (self.lock_releases and self.locks.asked >= self.asked_before + 2)
+    def call_returned(self) -> None:
+        self.returned += 1
+        self.changed.set()
 
     async def hold(self) -> None:
         self.inside += 1
         self.peak = max(self.peak, self.inside)
         self.changed.set()
         try:
+            if self.fail:
+                raise RuntimeError("the model is down")
             async with asyncio.timeout(SAFETY_WAIT):
-                while not self._released():
+                while not (self.returned or self.peak >= 2):
                     self.changed.clear()
                     await self.changed.wait()
         except TimeoutError:
@@ -112,31 +102,43 @@ def _forks(saver: InMemorySaver, thread_id: str) -> int:
     return sum(n > 1 for n in parents.values())
 
 
-async def _turn(send: Any, locks: ThreadLocks, graph: Any, thread_id: str, text: str, context: Any) -> Any:
-    result = send(locks, graph, thread_id, text, context)
-    if inspect.isawaitable(result):
-        result = await result
-    return result
+async def _turn(send: Any, busy: set[str], graph: Any, thread_id: str, text: str, model: _Model | None = None) -> Any:
+    try:
+        result = send(busy, graph, thread_id, text, ServiceContext(hold=model.hold if model else None))
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+    finally:
+        if model is not None:
+            model.call_returned()
 
 
 async def _scenario(send: Any) -> dict[str, Any]:
     saver = InMemorySaver()
     graph = build_service_graph(saver)
-    locks = _WatchedLocks(asyncio.Event())
-    first = await _turn(send, locks, graph, "one", "I'd like a window seat, please.", ServiceContext())
+    busy: set[str] = set()
+    first = await _turn(send, busy, graph, "one", "I'd like a window seat, please.")
     if is_stub(first):
         return {"stub": True}
-    same = _Overlap(locks)
-    replies = await asyncio.gather(
-        _turn(send, locks, graph, "one", "Actually, make it an aisle seat.", ServiceContext(hold=same.hold)),
-        _turn(send, locks, graph, "one", "Where did I say I want to sit?", ServiceContext(hold=same.hold)))
-    other = _Overlap(locks, lock_releases=False)  # two threads: only a second run inside releases
-    await asyncio.gather(*(_turn(send, locks, graph, thread, "Hello.", ServiceContext(hold=other.hold))
-                           for thread in ("two", "three")))
+    double = _Model()  # a double-click: the same message twice, at once
+    clicks = await asyncio.gather(*(_turn(send, busy, graph, "one", "Actually, make it an aisle seat.", double)
+                                    for _ in range(2)))
+    after = await _turn(send, busy, graph, "one", "Where did I say I want to sit?")
     state = await graph.aget_state({"configurable": {"thread_id": "one"}})
-    return {"stub": False, "first": first, "replies": replies, "same_peak": same.peak, "other_peak": other.peak,
-            "forks": _forks(saver, "one"), "messages": len(state.values["messages"]),
-            "held": same.peak > 0 and other.peak > 0}
+    failing = _Model(fail=True)
+    try:
+        failed = await _turn(send, busy, graph, "two", "Hello.", failing)
+    except RuntimeError:
+        failed = "raised"
+    after_failure = await _turn(send, busy, graph, "two", "Hello again.")
+    others = _Model()  # two threads at once: only a second run inside releases them
+    others.call_returned = lambda: None  # a refused call on another thread must not release the other
+    side_by_side = await asyncio.gather(*(_turn(send, busy, graph, thread, "Hello.", others)
+                                          for thread in ("three", "four")))
+    return {"stub": False, "first": first, "clicks": clicks, "double_peak": double.peak, "after": after,
+            "forks": _forks(saver, "one"), "messages": len(state.values["messages"]), "held": double.peak > 0,
+            "failed": failed, "failing_ran": failing.peak > 0, "after_failure": after_failure,
+            "side_by_side": side_by_side, "others_peak": others.peak, "busy_left": sorted(busy)}
 
 
 def _run(coro: Any) -> Any:
@@ -149,7 +151,7 @@ def check_send(send: object) -> str:
     if is_stub(send):
         raise NotAttempted("replace the ... with your function")
     if not callable(send):
-        raise Fail(f"expected a function send(locks, graph, thread_id, text, context), got {type(send).__name__}")
+        raise Fail(f"expected a function send(busy, graph, thread_id, text, context), got {type(send).__name__}")
     try:
         outcome = _run(_scenario(send))
     except Fail:
@@ -161,17 +163,32 @@ def check_send(send: object) -> str:
     if outcome["first"] != "Noted: a window seat.":
         raise Fail(f"the first turn returned {outcome['first']!r:.60}; return the reply's text "
                    "(result['messages'][-1].content)")
+    if outcome["clicks"] == [None, None]:
+        raise Fail("both calls of the double-click returned None, after the thread's first turn had ended: the "
+                   "thread must stop being busy when its turn ends (busy.discard)")
     if not outcome["held"]:
         raise Fail("the model never ran with your context: pass context=context to graph.ainvoke")
-    if outcome["same_peak"] > 1 or outcome["forks"]:
-        raise Fail(f"two turns on one thread overlapped ({outcome['forks']} fork in its history, "
-                   f"{outcome['messages']} of 6 messages kept): hold locks.hold(thread_id) around the run")
-    if outcome["other_peak"] < 2:
-        raise Fail("turns on two different threads waited for each other: lock per thread "
-                   "(locks.hold(thread_id)), not one lock for every thread")
-    if outcome["replies"][1] != "You asked for an aisle seat.":
-        raise Fail(f"the second turn answered {outcome['replies'][1]!r:.60}; it should see the first turn's aisle seat")
-    return "one turn at a time per thread (no fork, 6 messages); other threads still run side by side"
+    if outcome["double_peak"] > 1 or outcome["forks"]:
+        raise Fail(f"two turns on one thread ran at once ({outcome['forks']} fork in its history): mark the "
+                   "thread busy (busy.add) before the first await, right after you checked it")
+    if None not in outcome["clicks"]:
+        raise Fail(f"the double-click got {outcome['clicks']!r:.80}: the second call must return None at once "
+                   "while the first turn runs (refuse it, do not wait for the lock: that would be enqueue)")
+    if outcome["after"] is None:
+        raise Fail("a turn after the double-click was refused: the thread must stop being busy when its turn "
+                   "ends (busy.discard)")
+    if outcome["after"] != "You asked for an aisle seat." or outcome["messages"] != 6:
+        raise Fail(f"after the double-click the thread answered {outcome['after']!r:.60} with "
+                   f"{outcome['messages']} messages; expected the aisle seat, and 6 messages (one turn refused)")
+    if outcome["after_failure"] is None:
+        raise Fail("after a turn that raised, its thread stayed busy forever: remove it in a finally block")
+    if outcome["others_peak"] < 2 or None in outcome["side_by_side"]:
+        raise Fail("turns on two different threads were refused or waited for each other: mark the thread "
+                   "busy, not the whole service")
+    if outcome["busy_left"]:
+        raise Fail(f"threads left marked busy after every turn ended: {outcome['busy_left']}")
+    return ("a busy thread refuses a second turn at once, and is free again when its turn ends, also when it "
+            "fails; other threads run side by side")
 
 
 # -- 14.3 ------------------------------------------------------------------------------

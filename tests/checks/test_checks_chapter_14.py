@@ -9,7 +9,7 @@ from langchain_core.messages import HumanMessage
 from psycopg.rows import dict_row, tuple_row
 
 from helpers.checks import FAILED, PASSED, evaluate
-from helpers.persistent_service import CONNECTION_KWARGS
+from helpers.persistent_service import CONNECTION_KWARGS, ThreadLocks
 
 # -- 14.1 ------------------------------------------------------------------------------
 
@@ -23,7 +23,11 @@ def always_zero(pooler):
 
 
 def always_none(pooler):
-    return {"autocommit": True, "row_factory": dict_row, "prepare_threshold": None}
+    return {**CONNECTION_KWARGS, "prepare_threshold": None}
+
+
+def none_behind_every_transaction_pooler(pooler):
+    return {**CONNECTION_KWARGS, "prepare_threshold": None if pooler and pooler.startswith("transaction") else 0}
 
 
 def no_autocommit(pooler):
@@ -35,8 +39,7 @@ def tuple_rows(pooler):
 
 
 def session_too(pooler):
-    return {**right_kwargs(pooler), "prepare_threshold": None if pooler else 0} | (
-        {} if pooler != "session" else {"prepare_threshold": 5})
+    return {**right_kwargs(pooler), "prepare_threshold": None if pooler in ("session", "transaction") else 0}
 
 
 def default_threshold(pooler):
@@ -52,51 +55,101 @@ def extra_key(pooler):
 # -- 14.2 ------------------------------------------------------------------------------
 
 
-async def unguarded(locks, graph, thread_id, text, context):
+async def turn(graph, thread_id, text, context):
     result = await graph.ainvoke({"messages": [HumanMessage(text)]}, {"configurable": {"thread_id": thread_id}},
                                  context=context)
     return result["messages"][-1].content
 
 
-GLOBAL = {}
+async def unguarded(busy, graph, thread_id, text, context):
+    return await turn(graph, thread_id, text, context)
 
 
-async def one_lock_for_all(locks, graph, thread_id, text, context):
-    lock = GLOBAL.setdefault(id(asyncio.get_running_loop()), asyncio.Lock())
-    async with lock:
-        result = await graph.ainvoke({"messages": [HumanMessage(text)]},
-                                     {"configurable": {"thread_id": thread_id}}, context=context)
-    return result["messages"][-1].content
+async def locks_hold(busy, graph, thread_id, text, context):
+    async with busy.hold(thread_id):  # the cell 'send_message' with its guard renamed: busy is a set
+        return await turn(graph, thread_id, text, context)
 
 
-async def no_context(locks, graph, thread_id, text, context):
-    async with locks.hold(thread_id):
-        result = await graph.ainvoke({"messages": [HumanMessage(text)]}, {"configurable": {"thread_id": thread_id}})
-    return result["messages"][-1].content
+LOCKS = ThreadLocks()
 
 
-async def returns_state(locks, graph, thread_id, text, context):
-    async with locks.hold(thread_id):
+async def waits_for_the_lock(busy, graph, thread_id, text, context):
+    async with LOCKS.hold(thread_id):  # serialized: the second click waits, then runs again
+        return await turn(graph, thread_id, text, context)
+
+
+async def await_between_check_and_mark(busy, graph, thread_id, text, context):
+    if thread_id in busy:
+        return None
+    await asyncio.sleep(0)  # another call checks here too, before this one marks the thread
+    busy.add(thread_id)
+    try:
+        return await turn(graph, thread_id, text, context)
+    finally:
+        busy.discard(thread_id)
+
+
+async def never_cleared(busy, graph, thread_id, text, context):
+    if thread_id in busy:
+        return None
+    busy.add(thread_id)
+    return await turn(graph, thread_id, text, context)
+
+
+async def cleared_only_on_success(busy, graph, thread_id, text, context):
+    if thread_id in busy:
+        return None
+    busy.add(thread_id)
+    reply = await turn(graph, thread_id, text, context)
+    busy.discard(thread_id)
+    return reply
+
+
+async def one_flag_for_all(busy, graph, thread_id, text, context):
+    if busy:
+        return None
+    busy.add(thread_id)
+    try:
+        return await turn(graph, thread_id, text, context)
+    finally:
+        busy.discard(thread_id)
+
+
+async def no_context(busy, graph, thread_id, text, context):
+    if thread_id in busy:
+        return None
+    busy.add(thread_id)
+    try:
+        return await turn(graph, thread_id, text, None)
+    finally:
+        busy.discard(thread_id)
+
+
+async def returns_state(busy, graph, thread_id, text, context):
+    if thread_id in busy:
+        return None
+    busy.add(thread_id)
+    try:
         return await graph.ainvoke({"messages": [HumanMessage(text)]}, {"configurable": {"thread_id": thread_id}},
                                    context=context)
+    finally:
+        busy.discard(thread_id)
 
 
-async def lock_per_call(locks, graph, thread_id, text, context):
-    async with asyncio.Lock():  # a new lock each call guards nothing
-        result = await graph.ainvoke({"messages": [HumanMessage(text)]},
-                                     {"configurable": {"thread_id": thread_id}}, context=context)
-    return result["messages"][-1].content
-
-
-def sync_invoke(locks, graph, thread_id, text, context):
+def sync_invoke(busy, graph, thread_id, text, context):
     return graph.invoke({"messages": [HumanMessage(text)]}, {"configurable": {"thread_id": thread_id}},
                         context=context)["messages"][-1].content
 
 
-async def right_send(locks, graph, thread_id, text, context):
-    async with locks.hold(thread_id):
+async def right_send(busy, graph, thread_id, text, context):
+    if thread_id in busy:
+        return None
+    busy.add(thread_id)
+    try:
         result = await graph.ainvoke({"messages": [HumanMessage(text)]},
                                      {"configurable": {"thread_id": thread_id}}, context=context)
+    finally:
+        busy.remove(thread_id)
     return result["messages"][-1].content
 
 
@@ -130,19 +183,25 @@ def right_thread_id(conversation_id):
 WRONG_ANSWERS = {
     "14.1": [
         ((always_zero,), "prepare_threshold=None turns preparing off"),
+        ((always_none,), "prepared statements work here"),
+        ((none_behind_every_transaction_pooler,), "tracks prepared statements"),
         ((no_autocommit,), "autocommit must be True"),
         ((tuple_rows,), "dict_row"),
-        ((session_too,), "use 0 (what from_conn_string uses) or None"),
+        ((session_too,), "stays on its server connection"),
         ((default_threshold,), "say prepare_threshold explicitly"),
         ((extra_key,), "is not one of the saver's connection settings"),
     ],
     "14.2": [
-        ((unguarded,), "hold locks.hold(thread_id) around the run"),
-        ((one_lock_for_all,), "not one lock for every thread"),
+        ((unguarded,), "two turns on one thread ran at once"),
+        ((waits_for_the_lock,), "must return None at once"),
+        ((await_between_check_and_mark,), "before the first await"),
+        ((never_cleared,), "stop being busy when its turn ends"),
+        ((cleared_only_on_success,), "remove it in a finally block"),
+        ((one_flag_for_all,), "not the whole service"),
         ((no_context,), "pass context=context"),
         ((returns_state,), "return the reply's text"),
-        ((lock_per_call,), "hold locks.hold(thread_id) around the run"),
         ((sync_invoke,), "your function raised"),
+        ((locks_hold,), "your function raised AttributeError"),
     ],
     "14.3": [
         ((identity,), "at most 64 ASCII characters"),
@@ -156,9 +215,15 @@ WRONG_ANSWERS = {
 # What a learner gets by pasting the nearest visible cell into the exercise cell.
 COPY_ATTACKS = {
     "14.1": [((always_zero,), "CONNECTION_KWARGS of section 'PostgreSQL, async, through a pool', returned for "
-                              "every pooler")],
+                              "every pooler"),
+             ((always_none,), "CONNECTION_KWARGS with the prepare_threshold=None of section 'Behind a "
+                              "transaction-mode pooler', for every pooler")],
     "14.2": [((unguarded,), "the ainvoke call of cell 'send_message' in section 'The service', without its "
-                            "service.serialized(...) guard")],
+                            "service.serialized(...) guard"),
+             ((locks_hold,), "cell 'send_message' with service.serialized(setup, thread_id) renamed to "
+                             "busy.hold(thread_id), as ThreadLocks has it"),
+             ((waits_for_the_lock,), "cell 'send_message' guarded by a ThreadLocks (section 'The service'): the "
+                                     "second click waits and runs again")],
     "14.3": [((random_each_time,), "a fresh random ID per call, like secrets.token_hex(...) in the cell of "
                                    "section 'A thread_id that is too long'"),
              ((identity,), "the conversation ID used as the thread_id, as every visible cell does with its IDs")],

@@ -58,10 +58,13 @@ def test_threads_are_stamped_and_filtered_by_the_callers_tenant():
     value = {"metadata": {"tenant": "globex", "trip": "PEK-SFO"}}
     assert run(agent_graphs.own_tenant_only(context(alice, "create"), value)) == {"tenant": "acme"}
     assert value["metadata"] == {"tenant": "acme", "trip": "PEK-SFO"}  # a claimed tenant is overwritten
-    for action in ("read", "search", "update", "delete", "create_run"):
+    update = {"metadata": {"tenant": "globex"}}
+    assert run(agent_graphs.own_tenant_only(context(alice, "update"), update)) == {"tenant": "acme"}
+    assert update == {"metadata": {"tenant": "acme"}}  # an update cannot move a thread to another tenant
+    for action in ("read", "search", "delete", "create_run"):
         untouched = {"metadata": {"tenant": "globex"}}
         assert run(agent_graphs.own_tenant_only(context(alice, action), untouched)) == {"tenant": "acme"}
-        assert untouched == {"metadata": {"tenant": "globex"}}  # only create stamps
+        assert untouched == {"metadata": {"tenant": "globex"}}  # only create and update write the tenant
 
 
 def test_users_without_a_tenant_and_uncovered_actions_are_refused():

@@ -85,3 +85,10 @@ def test_the_retried_graph_runs_through_when_no_worker_is_lost(tmp_path):
     out = asyncio.run(appendix_graphs.build_retried_graph().ainvoke({"log": str(log), "cut_off": 0}))
     assert out["done"] == ["hold_seat", "charge_card"]
     assert worker_faults.node_starts(log) == {"charge_card": 1, "hold_seat": 1}
+
+
+def test_the_keyed_fare_graph_reads_its_key_from_the_run_context():
+    graph = appendix_graphs.build_keyed_fare_graph()
+    assert appendix_graphs.keyed_fare_graph.checkpointer is None
+    assert graph.invoke({"request": "PEK-SFO"}, context={"api_key": "k"})["quote"] == "PEK-SFO: Air B, 540 EUR"
+    assert graph.invoke({"request": "PEK-SFO"})["quote"] == "no API key"
