@@ -345,12 +345,15 @@ def check_next_job(next_job):
     what = "next_job(conn)"
     if next_job is ... or not callable(next_job):
         call_answer(next_job, what=what)
-    # seq: 1 t-a, 2 t-b, 3 t-a, 4 t-c (dead earlier: a dead letter does not block), 5 t-c, 6 t-b, 7 t-a
-    conn = _jobs([("t-a", "queued", 0, 0.0), ("t-b", "queued", 0, 0.0), ("t-a", "queued", 0, 0.0),
-                  ("t-c", "dead", 3, 0.0), ("t-c", "queued", 0, 0.0), ("t-b", "queued", 0, 0.0),
-                  ("t-a", "queued", 0, 0.0)])
+    # seq: 1 t-kim, 2 t-ana, 3 t-kim, 4 t-zoe (dead earlier: a dead letter does not block), 5 t-zoe, 6 t-ana,
+    # 7 t-kim. At the first ask, the oldest head's thread sorts neither first nor last by name (ana < kim < zoe):
+    # ordering the heads by thread_id, either way, picks the wrong one.
+    conn = _jobs([("t-kim", "queued", 0, 0.0), ("t-ana", "queued", 0, 0.0), ("t-kim", "queued", 0, 0.0),
+                  ("t-zoe", "dead", 3, 0.0), ("t-zoe", "queued", 0, 0.0), ("t-ana", "queued", 0, 0.0),
+                  ("t-kim", "queued", 0, 0.0)])
     try:
-        names = {1: "t-a's 1st", 2: "t-b's 1st", 3: "t-a's 2nd", 5: "t-c's 2nd", 6: "t-b's 2nd", 7: "t-a's 3rd"}
+        names = {1: "t-kim's 1st", 2: "t-ana's 1st", 3: "t-kim's 2nd", 5: "t-zoe's 2nd", 6: "t-ana's 2nd",
+                 7: "t-kim's 3rd"}
         # (dispatcher, expected claim) in turn; None: nothing may run now; ("done", seq): a job finishes
         script = [("D1", 1), ("D2", 2), ("D1", 5), ("D2", None), ("done", 2), ("D1", 6), ("D2", None),
                   ("done", 1), ("D2", 3), ("done", 5), ("done", 6), ("D1", None), ("done", 3), ("D2", 7),

@@ -55,9 +55,11 @@ Guarantees, as the tests in ``tests/helpers/test_ledger*.py`` check them
   increments its ``attempt``. Every later write for that delivery (``renew``, ``release``,
   ``record_result``) checks the delivery in full and carries ``AND attempt = ?``: once a
   newer attempt exists, a stale worker's renew returns False, its release changes nothing
-  and its ``record_result`` raises ``StaleLease``. A delivery that no claim made (attempt
-  0, a later attempt than the stored one, another tenant's or command's ``seq``, a
-  different thread or run ID) raises ``InvalidDelivery`` and writes nothing. A result
+  and its ``record_result`` raises ``StaleLease``. A delivery that does not match the
+  stored command or names no attempt a claim handed out (attempt 0, a later attempt than
+  the stored one, another tenant's or command's ``seq``, a different thread or run ID)
+  raises ``InvalidDelivery`` and writes nothing. That is a consistency check, not a
+  signature: a ``Delivery`` built by hand with a command's current fields passes it. A result
   recorded by the current attempt is final; recording it again is a no-op that returns
   the stored record.
 * **The lease's assumption:** a run finishes, or renews its lease, before the lease ends.
@@ -75,8 +77,9 @@ Guarantees, as the tests in ``tests/helpers/test_ledger*.py`` check them
   must dedupe on it. The ledger cannot make a model call or an airline hold happen once.
 * **One host, one writer.** WAL needs shared memory, so every process that opens the file
   runs on one host (no network filesystem). The queue cursor (:func:`queue_new`) is correct
-  because SQLite has one writer at a time; a PostgreSQL port must change it (see
-  :mod:`helpers.ledger.delivery`).
+  because SQLite has one writer at a time, and so is every change to a thread's queue
+  (queueing, finishing, releasing, burying), which reads rows no other transaction can be
+  changing; a PostgreSQL port must change both (see :mod:`helpers.ledger.delivery`).
 * **Operational errors.** A database that stays locked for ``timeout`` seconds raises
   ``LedgerBusy`` (a ``LedgerError``); the failed call changed nothing, so retrying it is
   safe. Opening honours the same timeout, including the switch to WAL, so many processes

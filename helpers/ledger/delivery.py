@@ -38,6 +38,14 @@ can commit after another claim saw 7; the cursor would then skip 6 for ever. A p
 find new commands by a state (``WHERE ready IS NULL``, which a partial index keeps small)
 instead of a cursor, and claim with ``SELECT ... FOR UPDATE SKIP LOCKED``.
 
+The one writer also makes every change to a thread's queue safe: ``queue_new`` decides that
+a thread has no queue yet, and :data:`PROMOTE_SQL` picks its next command, from rows no
+other transaction can be changing. Under PostgreSQL's READ COMMITTED a sweep and the finish
+of a thread's head can interleave so that the next command stays at ``ready = 0`` behind a
+head that is done, where no claim looks; each such transaction must first lock the thread
+(``SELECT ... FROM conversations WHERE thread_id = %s FOR UPDATE``) or run under
+SERIALIZABLE and retry on 40001 (``tests/helpers/test_ledger_postgres.py`` shows all three).
+
 Leases compare ``clock()`` values written by different dispatchers: their clocks must
 agree to well within a lease. Claims use the partial index ``commands_claim``, which holds
 only the heads of the queues, so a claim costs the same with 2,000 or 20,000 commands

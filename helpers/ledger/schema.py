@@ -57,7 +57,7 @@ CREATE TABLE commands (
     error           TEXT,                        -- the last failed attempt's error
     created_at      TEXT NOT NULL,
     -- the outbox: a command is pending delivery while its status is accepted or running
-    ready           INTEGER,                     -- NULL: not in its thread's queue yet, 1: the head, 0: behind it
+    ready           INTEGER,                     -- NULL: not queued yet, 1: the head, 0: behind it or ended
     attempt         INTEGER NOT NULL DEFAULT 0,  -- the fencing token of the current lease
     lease_owner     TEXT,
     lease_expires   REAL NOT NULL DEFAULT 0,     -- 0 = not leased

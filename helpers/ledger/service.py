@@ -18,20 +18,24 @@ checkpoint before the last answer, as in chapter 09, and let the reply node run 
 
 The worker is an **idempotent receiver**, :func:`receive` (chapter 11 shows it in a cell).
 Every checkpoint a run writes carries the ledger's run ID in its metadata
-(``configurable["ledger_run_id"]`` is copied there by LangGraph; it is *not* passed as
-``config["run_id"]``, which is LangChain's tracing ID and must be new per execution). Before
-running, the worker looks for that tag (``saver.list(thread, filter=tag, limit=1)``): a
-finished run (``get_state(seen.config).next`` is empty) is not run again, its answer is read
-back from the checkpoint; an unfinished one is resumed with ``invoke(None, ...)``. Every
-invoke uses ``durability="sync"``: each checkpoint is on disk before the next step starts,
-so a redelivery after a crash finds every step the crashed attempt finished. This needs
+(``configurable["ledger_run_id"]`` is copied there by the checkpointer's ``put``, through
+``get_checkpoint_metadata``; it is *not* passed as ``config["run_id"]``, which is LangChain's
+tracing ID and must be new per execution). Before running, the worker looks for that tag
+among the root graph's checkpoints (``saver.list(root, filter=tag, limit=1)``, ``root``
+naming ``checkpoint_ns=""``: a subgraph's checkpoints carry the tag too): a finished run
+(``get_state(seen.config).next`` is empty) is not run again, its answer is read back from
+the checkpoint; an unfinished one is resumed with ``invoke(None, ...)``. Every invoke uses
+``durability="sync"``: each checkpoint is on disk before the next step starts, so a
+redelivery after a process crash finds every step the crashed attempt finished (a raised
+error leaves a checkpoint to resume from in every mode). This needs
 per-thread FIFO (the ledger's) so that the run's last checkpoint is the thread's head, and
 leases so that two workers do not run it at once. ``dedupe=False`` turns the check off to
 show what at-least-once delivery does without it. The receiver does not make the *model
 call* idempotent: a crash inside it repeats it.
 
 Both files run with ``synchronous="FULL"`` by default: the ledger's "accepted" and "done"
-and the checkpoints they point to survive a power cut. ``"NORMAL"`` is faster on a slow
+and the checkpoints they point to survive a power cut, as far as the OS's sync reaches the
+disk (on macOS not past the drive's cache: ``PRAGMA fullfsync`` is not set). ``"NORMAL"`` is faster on a slow
 disk and loses only the last commits, and only in a power cut or an OS crash.
 
 ``calls`` is a :class:`collections.Counter` that outlives a simulated crash (think of the
@@ -105,7 +109,7 @@ def build_counting_chat_graph(checkpointer: BaseCheckpointSaver | None, calls: C
 
 
 # shown in solutions/11_command_ledger.ipynb
-RUN_TAG = "ledger_run_id"  # a configurable key: LangGraph copies it into every checkpoint's metadata
+RUN_TAG = "ledger_run_id"  # a configurable key: the checkpointer copies it into each checkpoint's metadata
 
 
 # shown in solutions/11_command_ledger.ipynb
@@ -113,9 +117,10 @@ def receive(graph: CompiledStateGraph, saver: BaseCheckpointSaver, delivery: led
             dedupe: bool = True) -> str:
     """Run a delivered command on its thread at most once per ledger run ID; say what was done."""
     thread = {"configurable": {"thread_id": delivery.thread_id}}
+    root = {"configurable": {"thread_id": delivery.thread_id, "checkpoint_ns": ""}}  # not a subgraph's checkpoints
     tag = {RUN_TAG: delivery.run_id}
     tagged = {"configurable": {"thread_id": delivery.thread_id, **tag}}
-    seen = next(iter(saver.list(thread, filter=tag, limit=1)), None) if dedupe else None
+    seen = next(iter(saver.list(root, filter=tag, limit=1)), None) if dedupe else None
     if seen is not None and not graph.get_state(seen.config).next:
         return "deduplicated"  # an earlier delivery finished this run
     if seen is not None:
@@ -242,10 +247,11 @@ class ChatService:
         self.calls["deliveries"] += 1
         if receive(self.graph, self.saver, delivery, dedupe=self.dedupe) == "deduplicated":
             self.calls["deduplicated"] += 1  # this run already finished: its answer is read back
-        return self._completed({"configurable": {"thread_id": delivery.thread_id}}, {RUN_TAG: delivery.run_id})
+        return self._completed({"configurable": {"thread_id": delivery.thread_id, "checkpoint_ns": ""}},
+                               {RUN_TAG: delivery.run_id})
 
     def _completed(self, thread: dict[str, Any], tag: dict[str, str]) -> ledger.Completed:
-        run = list(self.saver.list(thread, filter=tag))  # newest first: this run's checkpoints
+        run = list(self.saver.list(thread, filter=tag))  # newest first: this run's checkpoints (the root's)
         answer = self.graph.get_state(run[0].config).values["messages"][-1].content
         return ledger.Completed({"answer": str(answer)}, start_checkpoint_id=_checkpoint_id(run[-1].parent_config),
                                 end_checkpoint_id=_checkpoint_id(run[0].config))

@@ -189,6 +189,19 @@ def next_newest(conn):
     return row[0]
 
 
+def next_head_by_thread_name(descending):
+    """Each thread's oldest queued job, if the thread runs nothing, but the heads ordered by thread name."""
+
+    def next_job(conn):
+        row = conn.execute("SELECT seq FROM jobs AS j WHERE status = 'queued' AND NOT EXISTS (SELECT 1 FROM jobs "
+                           "WHERE thread_id = j.thread_id AND status = 'running') AND seq = (SELECT MIN(seq) FROM jobs "
+                           "WHERE thread_id = j.thread_id AND status = 'queued') ORDER BY thread_id"
+                           + (" DESC" if descending else "") + " LIMIT 1").fetchone()
+        return None if row is None else row[0]
+
+    return next_job
+
+
 def next_as_tuple(conn):
     return conn.execute("SELECT MIN(seq) FROM jobs WHERE status = 'queued'").fetchone()
 
@@ -268,6 +281,8 @@ WRONG_ANSWERS = {
         ((next_no_older_queued,), "an older job of its thread is still"),
         ((next_blocked_by_dead,), "may run now"),
         ((next_newest,), "oldest unfinished job goes first"),
+        ((next_head_by_thread_name(False),), "take the oldest head"),
+        ((next_head_by_thread_name(True),), "take the oldest head"),
         ((next_as_tuple,), "return a job's seq"),
         ((lambda conn: None,), "may run now"),
     ],

@@ -329,3 +329,56 @@ def test_both_files_are_opened_with_synchronous_full(service: ChatService) -> No
     with service.ledger.tx.read() as conn:
         assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
     assert service.saver.conn.execute("PRAGMA synchronous").fetchone()[0] == 2
+
+
+def test_receive_judges_a_run_by_the_root_graphs_checkpoints_not_a_subgraphs() -> None:
+    """A failure after a subgraph's last checkpoint, before the root's next one: the run is resumed, not skipped.
+
+    The subgraph's checkpoints carry the run's tag too, and the newest of them says the
+    subgraph finished (``next`` empty); only the root's checkpoints say whether the run did.
+    """
+    import sqlite3
+    from typing import TypedDict
+
+    from langgraph.checkpoint.sqlite import SqliteSaver
+    from langgraph.graph import END, START, StateGraph
+
+    from helpers.ledger import Delivery
+    from helpers.ledger.service import RUN_TAG, receive
+
+    class State(TypedDict):
+        n: int
+
+    runs = Counter()
+
+    def inner(state: State) -> dict[str, int]:
+        runs["inner"] += 1
+        return {"n": state["n"] + 1}
+
+    class FailsAfterTheSubgraph(SqliteSaver):
+        fail = True
+
+        def put(self, config, checkpoint, metadata, new_versions):
+            if self.fail and config["configurable"].get("checkpoint_ns", "") == "" and metadata.get("step") == 1:
+                raise RuntimeError("the root's checkpoint after the subgraph was never saved")
+            return super().put(config, checkpoint, metadata, new_versions)
+
+    sub = StateGraph(State)
+    sub.add_node("inner", inner)
+    sub.add_edge(START, "inner")
+    sub.add_edge("inner", END)
+    saver = FailsAfterTheSubgraph(sqlite3.connect(":memory:", check_same_thread=False))
+    root = StateGraph(State)
+    root.add_node("sub", sub.compile())
+    root.add_edge(START, "sub")
+    root.add_edge("sub", END)
+    graph = root.compile(checkpointer=saver)
+    delivery = Delivery(1, 1, "acme", "k1", "conv-1", "t", "run-1", {"kind": "message"})
+    with pytest.raises(RuntimeError):
+        graph.invoke({"n": 0}, {"configurable": {"thread_id": "t", RUN_TAG: "run-1"}}, durability="sync")
+    saver.fail = False
+    tagged = list(saver.list({"configurable": {"thread_id": "t"}}, filter={RUN_TAG: "run-1"}, limit=1))
+    assert tagged[0].config["configurable"]["checkpoint_ns"] != ""  # the newest tagged checkpoint is the subgraph's
+    assert receive(graph, saver, delivery) == "resumed"
+    assert graph.get_state({"configurable": {"thread_id": "t"}}).values == {"n": 1} and runs["inner"] == 1
+    saver.conn.close()
