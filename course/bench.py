@@ -5,8 +5,8 @@
 
 For every notebook it reports medians over ``--repeat`` fresh kernels of: kernel start,
 the setup (import) cell (both also in CPU seconds of the kernel process, which a loaded
-machine does not inflate; ``COURSE_FORK_KERNELS=1`` measures kernels forked from a zygote
-instead of started as fresh interpreters), the notebook's own work (every other
+machine does not inflate; kernels are forked from a zygote unless ``COURSE_FORK_KERNELS=0``,
+which measures fresh interpreters), the notebook's own work (every other
 cell), and the peak memory of the kernel together with every process it started
 (PostgreSQL, the Agent Server, child Pythons), sampled with psutil every 0.1 s. Memory is
 the proportional set size on Linux (PSS: a page shared by n processes counts 1/n in each,
@@ -203,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"all open kernels together: {sum(float(r['MB after run']) for r in rows):.0f} MB")
         return 0
     rows = bench_notebooks(select(args.chapters, ROOT / args.folder), args.repeat)
-    how = "forked from a zygote" if forking_enabled() else "fresh interpreters (COURSE_FORK_KERNELS=1 forks them)"
+    how = "forked from a zygote" if forking_enabled() else "fresh interpreters (COURSE_FORK_KERNELS=0)"
     print(f"medians of {args.repeat} fresh kernels per notebook ({how}); cpu s: the kernel process's own; "
           "peak MB: kernel + its child processes")
     print(format_table(rows, ["notebook", "kernel s", "kernel cpu s", "imports s", "imports cpu s", "own work s",

@@ -75,11 +75,10 @@ class IpcDefaults(HasTraits):
 
     Kernels are forked from a zygote that imported ipykernel and LangGraph once
     (:mod:`course.forked_kernels`), each a new process as before; ``fork_kernels = False``
-    on a manager (or ``COURSE_FORK_KERNELS`` other than ``1``, the default for now) starts them
-    as fresh interpreters.
+    on a manager (or ``COURSE_FORK_KERNELS=0``) starts them as fresh interpreters.
     """
 
-    fork_kernels = True  # False: every kernel is a fresh interpreter (as everywhere unless COURSE_FORK_KERNELS=1)
+    fork_kernels = True  # False: every kernel is a fresh interpreter (as everywhere with COURSE_FORK_KERNELS=0)
 
     async def _async_pre_start_kernel(self, **kw: Any) -> tuple[list[str], dict[str, Any]]:
         """As jupyter_client's, with :class:`~course.forked_kernels.ForkingProvisioner` for a kernel spec that

@@ -31,7 +31,7 @@ TIMEOUT = 120  # seconds; a loaded machine needs many
 
 @pytest.fixture(autouse=True)
 def forking_switched_on(monkeypatch):
-    """Forked kernels are opt-in (COURSE_FORK_KERNELS=1); these tests are about them."""
+    """Forked kernels are the default (COURSE_FORK_KERNELS=0 turns them off); these tests are about them."""
     monkeypatch.setenv(SWITCH, "1")
 
 
