@@ -72,6 +72,7 @@ SLOWEST_FIRST = ("14_persistent_service.ipynb",  # 45-70 under load (PostgreSQL 
                  "tests/helpers/test_durability_experiments.py",  # 14
                  "16_your_own_checkpointer.ipynb",  # 25-50 under load, in both folders (an Agent Server start)
                  "12_production_backends.ipynb", "13_agent_server.ipynb",  # 11-13 each, in both folders
+                 "15_small_threads.ipynb",  # a PostgreSQL start in its last part, in both folders
                  "tests/helpers/test_ledger_service.py",  # 13
                  "tests/helpers/test_multitask.py",  # 12.5
                  "tests/checks/test_exercises.py",  # 12

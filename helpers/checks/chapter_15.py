@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.memory import InMemoryStore
 
 from ..thread_growth import message_copies
@@ -14,13 +17,32 @@ from .protocol import Fail, call_answer, exercise, expect_type
 
 # -- 15.1 ------------------------------------------------------------------------------
 
-COPY_CASES = [(3, "sync"), (7, "exit"), (6, "sync"), (4, "exit"), (1, "sync")]
+# (turns, nodes, durability): chains of 2 and 3 nodes, which no cell of the chapter runs.
+COPY_CASES = [(3, 2, "async"), (4, 3, "exit"), (5, 2, "sync"), (2, 3, "async"), (6, 2, "exit"), (1, 3, "sync"),
+              (3, 1, "exit")]
 
 
-def measured_copies(turns: int, durability: str) -> int:
-    """Run ``turns`` turns of chapter 01's assistant on a new InMemorySaver and count the stored messages."""
+def build_chain_graph(checkpointer: InMemorySaver, nodes: int) -> CompiledStateGraph:
+    """START -> step-1 -> ... -> step-<nodes> -> END on MessagesState; each node adds one AI message."""
+    def make_step(n: int) -> Callable[[MessagesState], dict[str, list[AIMessage]]]:
+        def step(state: MessagesState) -> dict[str, list[AIMessage]]:
+            return {"messages": [AIMessage(f"step {n} of {nodes} done")]}
+        return step
+
+    builder = StateGraph(MessagesState)
+    previous = START
+    for n in range(1, nodes + 1):
+        builder.add_node(f"step-{n}", make_step(n))
+        builder.add_edge(previous, f"step-{n}")
+        previous = f"step-{n}"
+    builder.add_edge(previous, END)
+    return builder.compile(checkpointer=checkpointer)
+
+
+def measured_copies(turns: int, nodes: int, durability: str) -> int:
+    """Run ``turns`` turns of a ``nodes``-node chain on a new InMemorySaver and count the stored messages."""
     saver = InMemorySaver()
-    graph = build_chat_graph(saver)
+    graph = build_chain_graph(saver, nodes)
     for n in range(turns):
         graph.invoke({"messages": [HumanMessage(f"Turn {n + 1}: window seat, please.")]},
                      {"configurable": {"thread_id": "t"}}, durability=durability)
@@ -29,21 +51,22 @@ def measured_copies(turns: int, durability: str) -> int:
 
 @exercise("15.1")
 def check_copies_stored(copies_stored: object) -> str:
-    for turns, durability in COPY_CASES:
-        got = call_answer(copies_stored, turns, durability, what="copies_stored(turns, durability)",
-                          case=f"turns={turns}, durability={durability!r}")
-        expect_type(got, int, f"copies_stored({turns}, {durability!r})")
-        expected = measured_copies(turns, durability)
+    for turns, nodes, durability in COPY_CASES:
+        call = f"copies_stored({turns}, {nodes}, {durability!r})"
+        got = call_answer(copies_stored, turns, nodes, durability, what="copies_stored(turns, nodes, durability)",
+                          case=f"turns={turns}, nodes={nodes}, durability={durability!r}")
+        expect_type(got, int, call)
+        expected = measured_copies(turns, nodes, durability)
         if got == expected:
             continue
         if durability == "exit":
-            raise Fail(f"copies_stored({turns}, 'exit') returned {got}; a real run stores {expected}: with "
-                       "durability='exit' each turn saves one checkpoint, holding the whole list at the end of "
-                       "that turn")
-        raise Fail(f"copies_stored({turns}, 'sync') returned {got}; a real run stores {expected}: each turn k saves "
-                   "3 checkpoints (the input one, before the new message is applied, then after it, then after "
-                   "the reply); count the messages in each")
-    return "sync stores 3N² messages over N turns, exit N(N+1): both quadratic"
+            raise Fail(f"{call} returned {got}; a real run stores {expected}: with durability='exit' each turn "
+                       "saves one checkpoint, holding the whole list at the end of that turn")
+        raise Fail(f"{call} returned {got}; a real run stores {expected}: with durability={durability!r} each turn "
+                   "saves one checkpoint per super-step (the input one, before the human message is applied, one "
+                   "after it, then one after each node); count the messages in each")
+    return ("over N turns of an n-node chain, 'async' and 'sync' store (n+1)(n+2)N²/2 messages, "
+            "'exit' (n+1)N(N+1)/2: quadratic in N either way")
 
 
 # -- 15.2 ------------------------------------------------------------------------------

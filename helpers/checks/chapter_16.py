@@ -17,7 +17,7 @@ from typing import Any
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.serde.types import ERROR, INTERRUPT
 
-from .. import conformance, fare_lookup_graphs, folder_saver, travel_graphs
+from .. import conformance, delta_graphs, fare_lookup_graphs, folder_saver, travel_graphs
 from .protocol import Fail, NotAttempted, exercise
 
 
@@ -115,7 +115,39 @@ def check_prune(answer: Any) -> str:
             raise Fail(f"keep_latest left {len(kept)} checkpoints on chapter 01's two-turn thread; expected 1")
         if travel_graphs.say(chat, "trip-1", "Which seat did I ask for?") != "You asked for a window seat.":
             raise Fail("after keep_latest the thread should still remember the window seat (its newest state)")
-    return "prune passes the suite, and a pruned thread still remembers its newest state"
+    _refuses_delta_threads(saver_class)
+    return ("prune passes the suite, a pruned thread still remembers its newest state, and keep_latest refuses "
+            "a DeltaChannel thread without pruning anything")
+
+
+def _refuses_delta_threads(saver_class: type) -> None:
+    """keep_latest on [plain thread, DeltaChannel thread] must raise NotImplementedError and change nothing."""
+    with tempfile.TemporaryDirectory(prefix="course-16-check-") as tmp:
+        saver = saver_class(tmp)
+        _chat_turns(saver, "trip-1", ["I'd like a window seat", "Which seat did I ask for?"])
+        delta_chat = delta_graphs.build_delta_chat_graph(saver)
+        for text in ("I'd like an aisle seat", "Which seat did I ask for?"):
+            travel_graphs.say(delta_chat, "delta-1", text)
+        before = {t: len(saver.checkpoint_ids(t, "")) for t in ("trip-1", "delta-1")}
+        try:
+            saver.prune(["trip-1", "delta-1"], strategy="keep_latest")
+        except NotImplementedError:
+            pass
+        except Exception as exc:
+            raise Fail(f"keep_latest on ['trip-1', 'delta-1'] raised {type(exc).__name__}: {exc}; 'delta-1' uses a "
+                       "DeltaChannel, so raise NotImplementedError, as PostgresSaver.prune does") from None
+        else:
+            after = len(delta_chat.get_state({"configurable": {"thread_id": "delta-1"}}).values.get("messages", []))
+            raise Fail(f"keep_latest on ['trip-1', 'delta-1'] returned, and 'delta-1' now rebuilds {after} of its 4 "
+                       "messages: it uses a DeltaChannel (its checkpoints' metadata has "
+                       "'counters_since_delta_snapshot'), so raise NotImplementedError and prune nothing")
+        after = {t: len(saver.checkpoint_ids(t, "")) for t in ("trip-1", "delta-1")}
+        if after != before:
+            raise Fail(f"keep_latest raised NotImplementedError for 'delta-1', but the checkpoints went from {before} "
+                       f"to {after}: check every listed thread first, and prune nothing when one uses a DeltaChannel")
+        saver.prune(["delta-1"], strategy="delete")
+        if "delta-1" in saver.thread_ids():
+            raise Fail("strategy='delete' must remove a DeltaChannel thread too: only keep_latest refuses one")
 
 
 # -- 16.3 ------------------------------------------------------------------------------

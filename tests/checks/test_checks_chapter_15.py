@@ -6,36 +6,64 @@ from langgraph.graph.message import add_messages
 
 from helpers.checks import PASSED, evaluate
 
-# -- 15.1: copies_stored(turns, durability) ---------------------------------------------
+# -- 15.1: copies_stored(turns, nodes, durability) --------------------------------------
 
 
-def right_copies(turns, durability):
-    return turns * (turns + 1) if durability == "exit" else 3 * turns * turns
+def right_copies(turns, nodes, durability):
+    if durability == "exit":
+        return (nodes + 1) * turns * (turns + 1) // 2
+    return (nodes + 1) * (nodes + 2) * turns * turns // 2
 
 
-def ignores_durability(turns, durability):
-    return 3 * turns * turns
+def ignores_durability(turns, nodes, durability):
+    return (nodes + 1) * (nodes + 2) * turns * turns // 2
 
 
-def exit_as_a_third(turns, durability):
-    return 3 * turns * turns // 3 if durability == "exit" else 3 * turns * turns
+def exit_as_one_of_three(turns, nodes, durability):
+    """The one-node case's 'exit: about a third' applied to every chain."""
+    every = (nodes + 1) * (nodes + 2) * turns * turns // 2
+    return every // 3 if durability == "exit" else every
 
 
-def no_input_checkpoint(turns, durability):
-    """Counts the input checkpoint of turn k as holding 2k messages, like the other two."""
-    return turns * (turns + 1) if durability == "exit" else 3 * turns * (turns + 1)
+def no_input_checkpoint(turns, nodes, durability):
+    """Counts the input checkpoint of turn k as holding the whole list of turn k, like the last one."""
+    if durability == "exit":
+        return right_copies(turns, nodes, durability)
+    return right_copies(turns, nodes, durability) + (nodes + 1) * turns
 
 
-def linear(turns, durability):
-    return 2 * turns
+def one_checkpoint_per_node(turns, nodes, durability):
+    """Forgets the checkpoint after the input is applied (step 0)."""
+    if durability == "exit":
+        return right_copies(turns, nodes, durability)
+    return right_copies(turns, nodes, durability) - sum((nodes + 1) * (k - 1) + 1 for k in range(1, turns + 1))
 
 
-def returns_a_float(turns, durability):
-    return float(right_copies(turns, durability))
+def linear(turns, nodes, durability):
+    return (nodes + 1) * turns
 
 
-def raises_on_exit(turns, durability):
-    return {"sync": 3 * turns * turns}[durability]
+def returns_a_float(turns, nodes, durability):
+    return float(right_copies(turns, nodes, durability))
+
+
+def raises_on_exit(turns, nodes, durability):
+    return {"sync": 1, "async": 1}[durability] * right_copies(turns, nodes, "sync")
+
+
+def _pasted_lesson_loop(turns, nodes, durability):
+    """Cell 'check_10' of section 'Where the square comes from' wrapped in a function, with 'durability=' added."""
+    from langchain_core.messages import HumanMessage
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from helpers import thread_growth, travel_graphs
+
+    saver = InMemorySaver()
+    graph = travel_graphs.build_chat_graph(saver)
+    for n in range(1, turns + 1):
+        graph.invoke({"messages": [HumanMessage(f"Turn {n}: I'd like a window seat, please.")]},
+                     {"configurable": {"thread_id": "t"}}, durability=durability)
+    return thread_growth.message_copies(saver, "t")
 
 
 # -- 15.2: apply_seat_changes(seats, writes) --------------------------------------------
@@ -151,11 +179,12 @@ def by_thread_name(saver, store, user_id):
 WRONG_ANSWERS = {
     "15.1": [
         ((ignores_durability,), "with durability='exit' each turn saves one checkpoint"),
-        ((exit_as_a_third,), "with durability='exit'"),
-        ((no_input_checkpoint,), "the input one, before the new message is applied"),
+        ((exit_as_one_of_three,), "with durability='exit'"),
+        ((no_input_checkpoint,), "the input one, before the human message is applied"),
+        ((one_checkpoint_per_node,), "one after it, then one after each node"),
         ((linear,), "a real run stores"),
         ((returns_a_float,), "expected an int"),
-        ((raises_on_exit,), "raised KeyError on turns=7, durability='exit'"),
+        ((raises_on_exit,), "raised KeyError on turns=4, nodes=3, durability='exit'"),
         ((42,), "expected a function"),
     ],
     "15.2": [
@@ -186,9 +215,12 @@ def add_message_batch(messages, writes):
 
 # What a learner gets by pasting the nearest visible cell (or reading a visible number).
 COPY_ATTACKS = {
-    "15.1": [((ignores_durability,), "the 1,200 messages printed for 20 default turns, read as 3·N², for both modes"),
-             ((lambda turns, durability: 3 * turns * (turns + 1),),
-              "the prose's 'each turn k stores about 6k messages', summed, for both modes")],
+    "15.1": [((_pasted_lesson_loop,), "cell 'check_10' (chapter 01's one-node assistant on an InMemorySaver) "
+                                      "in a function, with durability= as in cell 'exit_only'"),
+             ((lambda turns, nodes, durability: turns * (turns + 1) if durability == "exit" else 3 * turns * turns,),
+              "the one-node counts of the chapter (1,200 for 20 turns, 3 checkpoints per turn), for any chain"),
+             ((lambda turns, nodes, durability: 3 * turns * (turns + 1),),
+              "the prose's 'each turn k stores about 6k messages', summed, for every mode")],
     "15.2": [((add_message_batch,), "the cell 'add_message_batch' (functools.reduce over add_messages)"),
              ((lambda seats, writes: {**seats, **writes[-1]} if writes else seats,),
               "the cell 'last_write_only', turned into dicts")],

@@ -20,7 +20,19 @@ def delete_for_runs(saver, run_ids):
                     saver.remove_checkpoint(thread_id, checkpoint_ns, checkpoint_id)
 
 
+def _uses_delta_channel(saver, thread_id):
+    thread = {"configurable": {"thread_id": thread_id}}
+    return any("counters_since_delta_snapshot" in saved.metadata for saved in saver.list(thread))
+
+
 def prune(saver, thread_ids, strategy):
+    if strategy == "keep_latest" and any(_uses_delta_channel(saver, t) for t in thread_ids):
+        raise NotImplementedError("keep_latest can't prune threads that use a DeltaChannel")
+    _naive_prune(saver, thread_ids, strategy)
+
+
+def _naive_prune(saver, thread_ids, strategy):
+    """What the exercise asked before the DeltaChannel rule: passes the suite, empties a delta thread."""
     for thread_id in thread_ids:
         if strategy == "delete":
             saver.delete_thread(thread_id)
@@ -105,6 +117,28 @@ def _prune_newest_across_namespaces(saver, thread_ids, strategy):
             saver._checkpoint_file(thread_id, checkpoint_ns, checkpoint_id).unlink()
 
 
+def _prune_refuses_too_late(saver, thread_ids, strategy):
+    """Checks each thread only when its turn comes: the threads before the delta one are pruned already."""
+    for thread_id in thread_ids:
+        if strategy == "keep_latest" and _uses_delta_channel(saver, thread_id):
+            raise NotImplementedError(thread_id)
+        _naive_prune(saver, [thread_id], strategy)
+
+
+def _prune_refuses_with_value_error(saver, thread_ids, strategy):
+    if strategy == "keep_latest" and any(_uses_delta_channel(saver, t) for t in thread_ids):
+        raise ValueError("DeltaChannel")
+    _naive_prune(saver, thread_ids, strategy)
+
+
+def _prune_refuses_delete_too(saver, thread_ids, strategy):
+    if any(_uses_delta_channel(saver, t) for t in thread_ids):
+        if strategy == "keep_latest":
+            raise NotImplementedError("DeltaChannel")
+        return
+    _naive_prune(saver, thread_ids, strategy)
+
+
 def _put_writes_no_dedup(saver, config, writes, task_id, task_path=""):
     rows = [{"task_id": task_id, "idx": i, "channel": c, "task_path": task_path, "value": saver.encode(v)}
             for i, (c, v) in enumerate(writes)]
@@ -157,6 +191,10 @@ WRONG_ANSWERS = {
         ((_prune_newest_across_namespaces,), "test_prune_keep_latest_across_namespaces"),
         ((lambda saver, thread_ids, strategy: None,), "'prune' tests failed"),
         ((lambda saver, thread_ids: None,), "raised TypeError"),
+        ((_naive_prune,), "it uses a DeltaChannel"),
+        ((_prune_refuses_too_late,), "check every listed thread first"),
+        ((_prune_refuses_with_value_error,), "raised ValueError"),
+        ((_prune_refuses_delete_too,), "strategy='delete' must remove a DeltaChannel thread too"),
     ],
     "16.3": [
         ((_put_writes_no_dedup,), "its first value stays"),
@@ -208,7 +246,9 @@ def _pasted_folder_put_writes(saver, config, writes, task_id, task_path=""):
 COPY_ATTACKS = {
     "16.1": [((_pasted_delete_thread_for_runs,), "cell 'Step 4' (FolderSaver.delete_thread), run IDs for threads")],
     "16.2": [((_pasted_delete_thread_for_prune,), "cell 'Step 4' (FolderSaver.delete_thread) for every thread"),
-             ((_pasted_copy_thread_for_prune,), "cell 'Step 4' (FolderSaver.copy_thread)")],
+             ((_pasted_copy_thread_for_prune,), "cell 'Step 4' (FolderSaver.copy_thread)"),
+             ((_naive_prune,), "the helpers listed above the exercises (namespaces, checkpoint_ids, "
+                               "remove_checkpoint) put together as the first paragraph asks, without the refusal")],
     "16.3": [((_pasted_folder_put_writes,), "cell 'Step 3' (WritesSaver.put_writes), self renamed to saver")],
 }
 
