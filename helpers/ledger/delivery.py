@@ -135,7 +135,8 @@ def lease(conn: sqlite3.Connection, seq: int, attempt: int, thread_id: str, now:
 def check_delivery(conn: sqlite3.Connection, delivery: ledger.Delivery) -> int:
     """The command's current attempt, if a claim could have made ``delivery``; else InvalidDelivery."""
     row = None
-    if type(delivery) is ledger.Delivery and type(delivery.seq) is int and type(delivery.attempt) is int:
+    if (type(delivery) is ledger.Delivery and type(delivery.seq) is int and type(delivery.attempt) is int
+            and -2**63 <= delivery.seq < 2**63):  # SQLite's integers: a larger seq names no row
         row = conn.execute("SELECT tenant_id, command_id, conversation_id, thread_id, run_id, attempt"
                            " FROM commands WHERE seq = ?", (delivery.seq,)).fetchone()
     named = (delivery.tenant_id, delivery.command_id, delivery.conversation_id, delivery.thread_id,
@@ -149,10 +150,11 @@ def check_delivery(conn: sqlite3.Connection, delivery: ledger.Delivery) -> int:
 
 # shown in solutions/11_command_ledger.ipynb
 def renew_lease(conn: sqlite3.Connection, delivery: ledger.Delivery, until: float) -> bool:
-    """Move the lease's end to ``until``; False (nothing changed) if a newer attempt holds the command."""
+    """Move the lease's end to ``until``; False (nothing changed) if a newer attempt holds the command
+    or this attempt's lease was released (only a running attempt has a lease to renew)."""
     check_delivery(conn, delivery)
     cursor = conn.execute("UPDATE commands SET lease_expires = ? WHERE seq = ? AND attempt = ?"
-                          " AND status IN ('accepted', 'running')", (until, delivery.seq, delivery.attempt))
+                          " AND status = 'running'", (until, delivery.seq, delivery.attempt))
     return cursor.rowcount == 1
 
 
@@ -349,14 +351,17 @@ class Outbox:
         """
         every = renew_every if renew_every is not None else self.lease_seconds / 3
         beat: AbstractContextManager[Any] = Heartbeat(self, delivery, every) if heartbeat else nullcontext()
+        failure: Exception | None = None
         with beat:
             try:
                 value = handle(delivery)
                 done = value if isinstance(value, Completed) else Completed(value)
                 payload_json(done.result, label="result")  # a result that cannot be stored is a failure
             except Exception as exc:  # a failed attempt, not a crash: SimulatedCrash passes through
-                self.release(delivery, exc)
-                return False
+                failure = exc
+        if failure is not None:
+            self.release(delivery, failure)  # after the heartbeat stopped: no late beat renews it
+            return False
         self.tx.crash("after_deliver")
         try:
             self.record_result(delivery, done.result, status=done.status,
