@@ -21,9 +21,9 @@ and what it holds. ``tests/course/test_architecture.py`` keeps the chapter lists
     checks                  00 01 02 03 04 05 06 07 08 09 10 11 12 13 14 15 16  the exercise checks and their protocol
     conformance             16        LangGraph's checkpointer conformance suite, run from a cell or a check
     counting_saver          02 08 16  a saver wrapper that counts (and can slow) each call
-    durability_costs        08        what each durability mode costs, as medians and ratios
+    delta_graphs            15 16     the assistant with a DeltaChannel message list (saved from 15)
+    durability_costs        08        what each durability mode costs, as medians and ratios, and its bar plot
     durability_experiments  08        the linear graph (saved from 08), save counts, real crashes
-    durability_plots        08        the cost bar plot (it prints its numbers too)
     environment             00        the environment self-check against the pins
     explorer                09        the interactive checkpoint explorer (ipywidgets)
     fare_lookup_graphs      06 16     the lookup and booking graphs (saved from 06), stand-in services

@@ -1,4 +1,4 @@
-"""helpers.durability_plots: the bar plot prints the data it draws."""
+"""helpers.durability_costs.plot_cost_bars: the bar plot prints the data it draws."""
 
 import matplotlib
 
@@ -6,7 +6,7 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
 
-from helpers.durability_plots import plot_cost_bars  # noqa: E402
+from helpers.durability_costs import plot_cost_bars  # noqa: E402
 
 ROWS = [{"mode": "sync", "runs": 30, "median ms": 3.2, "ratio to sync": 1.0},
         {"mode": "async", "runs": 30, "median ms": 3.7, "ratio to sync": 1.16},
