@@ -23,7 +23,6 @@ from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import StateSnapshot
 
@@ -165,40 +164,30 @@ def implemented_methods(savers: Sequence[type[BaseCheckpointSaver]], methods: Se
             for method in methods]
 
 
-def _describe_blob(serde: SerializerProtocol, channel: str, blob: tuple[str, bytes]) -> str:
-    if blob[0] == "empty":
-        return "no value"
-    value = serde.loads_typed(blob)
-    if channel == "messages" and isinstance(value, list):
-        return f"{len(value)} message{'s' if len(value) != 1 else ''}"
-    return "the input" if channel == "__start__" else "a trigger"
-
-
-def blob_rows(saver: InMemorySaver, thread_id: str) -> list[dict[str, Any]]:
-    """What an InMemorySaver stored for each checkpoint of ``thread_id``, oldest first.
-
-    The saver keeps one blob per (channel, version) in ``saver.blobs``, and a checkpoint
-    only lists the versions it uses. For each checkpoint: the channels whose version is new
-    (a blob stored with this checkpoint, described: message count, "no value" for a
-    consumed channel), and the channels it reuses from an earlier checkpoint's blob.
-    Versions are shown by their counter (``messages@3``), never raw.
-    """
-    thread = {"configurable": {"thread_id": thread_id}}
-    tuples = sorted(saver.list(thread), key=lambda t: checkpoint_id(t.config))
-    labels = label_ids(checkpoint_id(t.config) for t in tuples)
-    rows: list[dict[str, Any]] = []
-    previous: Mapping[str, Any] = {}
+# shown in solutions/02_checkpoint_anatomy.ipynb
+def blob_rows(saver: InMemorySaver, thread_id: str) -> list[dict]:
+    """For each checkpoint of ``thread_id``, oldest first: the blobs stored with it, and those reused from before."""
+    tuples = sorted(saver.list({"configurable": {"thread_id": thread_id}}),
+                    key=lambda item: checkpoints.checkpoint_id(item.config))
+    labels = checkpoints.label_ids(checkpoints.checkpoint_id(item.config) for item in tuples)
+    rows, previous = [], {}
     for item in tuples:
-        versions = item.checkpoint["channel_versions"]
+        versions = item.checkpoint["channel_versions"]  # the channel versions this checkpoint uses
         new, reused = [], []
         for channel in sorted(versions):
-            name = f"{channel}@{version_parts(versions[channel])['counter']}"
+            name = f"{channel}@{int(versions[channel].split('.')[0])}"  # the counter, without the random part
             if previous.get(channel) == versions[channel]:
                 reused.append(name)
+                continue
+            blob_type, data = saver.blobs[(thread_id, "", channel, versions[channel])]  # one blob per version
+            if blob_type == "empty":
+                new.append(f"{name} (no value)")
+            elif channel == "messages":
+                count = len(saver.serde.loads_typed((blob_type, data)))
+                new.append(f"{name} ({count} message{'s' if count != 1 else ''})")
             else:
-                blob = saver.blobs[(thread_id, "", channel, versions[channel])]
-                new.append(f"{name} ({_describe_blob(saver.serde, channel, blob)})")
-        rows.append({"label": labels[checkpoint_id(item.config)], "new blobs": ", ".join(new) or "-",
+                new.append(f"{name} ({'the input' if channel == '__start__' else 'a trigger'})")
+        rows.append({"label": labels[checkpoints.checkpoint_id(item.config)], "new blobs": ", ".join(new) or "-",
                      "reused from an earlier checkpoint": ", ".join(reused) or "-"})
         previous = versions
     return rows

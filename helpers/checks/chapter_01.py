@@ -105,13 +105,13 @@ def _turns(turns_so_far: Callable[[Any, str], Any], graph: Pregel, config_for: C
 def check_persistent_assistant(build_assistant: Callable[[Any, Any], Any], config_for: Callable[[str], Any],
                                turns_so_far: Callable[[Any, str], Any]) -> str:
     saver = InMemorySaver()
-    first, second = _configs(config_for)
     probe = _built(build_assistant, saver, _probe_node)
     got = _answer(probe, {"configurable": {"thread_id": "check-probe"}}, WHERE)
     if got != PROBE_ANSWER:
         raise Fail(f"built with the check's own node, the graph answered {got!r}, so it did not run the node it was "
                    "given; add the node argument: builder.add_node('assistant', node)")
     graph = _built(build_assistant, saver, reply)
+    first, second = _configs(config_for)
     _answer(graph, first, WINDOW)
     answer = _answer(graph, first, WHERE)
     if "window" not in answer:
