@@ -23,11 +23,9 @@ from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import StateSnapshot
 
 from . import checkpoints
-from .checkpoints import checkpoint_id, label_ids
 from .counting_saver import COUNTED, CountingSaver
 
 # ---------------------------------------------------------------------------------------
@@ -271,28 +269,19 @@ def decode_checkpoint_blob(serde, path: str | Path, thread_id: str) -> dict:
             "keys": sorted(decoded), "messages inside": len(decoded.get("channel_values", {}).get("messages", []))}
 
 
-def trigger_rows(graph: CompiledStateGraph, config: Mapping[str, Any], node: str, channel: str) -> list[dict[str, Any]]:
-    """Why ``node`` is (not) pending in each checkpoint of a thread, oldest first.
-
-    For every checkpoint: the counter of ``channel``, the counter ``node`` last saw of it
-    (``versions_seen``), whether the channel currently holds a value, and whether ``node``
-    is in ``next``. A node is pending when its trigger channel holds a value with a newer
-    version than the node has seen.
-    """
-    saver = graph.checkpointer
-    thread = {"configurable": {k: v for k, v in config["configurable"].items() if k != "checkpoint_id"}}
-    tuples = sorted(saver.list(thread), key=lambda t: checkpoint_id(t.config))
-    labels = label_ids(checkpoint_id(t.config) for t in tuples)
+# shown in solutions/02_checkpoint_anatomy.ipynb
+def trigger_rows(graph, config, node: str, channel: str) -> list[dict]:
+    """Why ``node`` is (not) pending in each checkpoint of a thread, oldest first (versions shown by their counter)."""
+    thread = {"configurable": {"thread_id": config["configurable"]["thread_id"]}}
+    tuples = sorted(graph.checkpointer.list(thread), key=lambda item: checkpoints.checkpoint_id(item.config))
+    labels = checkpoints.label_ids(checkpoints.checkpoint_id(item.config) for item in tuples)
     rows = []
-    for t in tuples:
-        ck = t.checkpoint
-        version = ck["channel_versions"].get(channel)
-        seen = ck["versions_seen"].get(node, {}).get(channel)
-        rows.append({
-            "label": labels[checkpoint_id(t.config)],
-            f"{channel} counter": version_parts(version)["counter"] if version is not None else "-",
-            f"{node} saw": version_parts(seen)["counter"] if seen is not None else "-",
-            "holds a value": channel in ck["channel_values"],
-            f"{node} in next": node in graph.get_state(t.config).next,
-        })
+    for item in tuples:
+        version = item.checkpoint["channel_versions"].get(channel)  # the trigger channel's version now
+        seen = item.checkpoint["versions_seen"].get(node, {}).get(channel)  # the version the node last consumed
+        rows.append({"label": labels[checkpoints.checkpoint_id(item.config)],
+                     f"{channel} counter": int(version.split(".")[0]) if version else "-",
+                     f"{node} saw": int(seen.split(".")[0]) if seen else "-",
+                     "holds a value": channel in item.checkpoint["channel_values"],
+                     f"{node} in next": node in graph.get_state(item.config).next})
     return rows
