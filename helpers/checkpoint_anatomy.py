@@ -23,11 +23,9 @@ from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.checkpoint.serde.base import SerializerProtocol
-from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import StateSnapshot
 
-from .checkpoints import checkpoint_id, label_ids
+from . import checkpoints
 from .counting_saver import COUNTED, CountingSaver
 
 # ---------------------------------------------------------------------------------------
@@ -164,40 +162,30 @@ def implemented_methods(savers: Sequence[type[BaseCheckpointSaver]], methods: Se
             for method in methods]
 
 
-def _describe_blob(serde: SerializerProtocol, channel: str, blob: tuple[str, bytes]) -> str:
-    if blob[0] == "empty":
-        return "no value"
-    value = serde.loads_typed(blob)
-    if channel == "messages" and isinstance(value, list):
-        return f"{len(value)} message{'s' if len(value) != 1 else ''}"
-    return "the input" if channel == "__start__" else "a trigger"
-
-
-def blob_rows(saver: InMemorySaver, thread_id: str) -> list[dict[str, Any]]:
-    """What an InMemorySaver stored for each checkpoint of ``thread_id``, oldest first.
-
-    The saver keeps one blob per (channel, version) in ``saver.blobs``, and a checkpoint
-    only lists the versions it uses. For each checkpoint: the channels whose version is new
-    (a blob stored with this checkpoint, described: message count, "no value" for a
-    consumed channel), and the channels it reuses from an earlier checkpoint's blob.
-    Versions are shown by their counter (``messages@3``), never raw.
-    """
-    thread = {"configurable": {"thread_id": thread_id}}
-    tuples = sorted(saver.list(thread), key=lambda t: checkpoint_id(t.config))
-    labels = label_ids(checkpoint_id(t.config) for t in tuples)
-    rows: list[dict[str, Any]] = []
-    previous: Mapping[str, Any] = {}
+# shown in solutions/02_checkpoint_anatomy.ipynb
+def blob_rows(saver: InMemorySaver, thread_id: str) -> list[dict]:
+    """For each checkpoint of ``thread_id``, oldest first: the blobs stored with it, and those reused from before."""
+    tuples = sorted(saver.list({"configurable": {"thread_id": thread_id}}),
+                    key=lambda item: checkpoints.checkpoint_id(item.config))
+    labels = checkpoints.label_ids(checkpoints.checkpoint_id(item.config) for item in tuples)
+    rows, previous = [], {}
     for item in tuples:
-        versions = item.checkpoint["channel_versions"]
+        versions = item.checkpoint["channel_versions"]  # the channel versions this checkpoint uses
         new, reused = [], []
         for channel in sorted(versions):
-            name = f"{channel}@{version_parts(versions[channel])['counter']}"
+            name = f"{channel}@{int(versions[channel].split('.')[0])}"  # the counter, without the random part
             if previous.get(channel) == versions[channel]:
                 reused.append(name)
+                continue
+            blob_type, data = saver.blobs[(thread_id, "", channel, versions[channel])]  # one blob per version
+            if blob_type == "empty":
+                new.append(f"{name} (no value)")
+            elif channel == "messages":
+                count = len(saver.serde.loads_typed((blob_type, data)))
+                new.append(f"{name} ({count} message{'s' if count != 1 else ''})")
             else:
-                blob = saver.blobs[(thread_id, "", channel, versions[channel])]
-                new.append(f"{name} ({_describe_blob(saver.serde, channel, blob)})")
-        rows.append({"label": labels[checkpoint_id(item.config)], "new blobs": ", ".join(new) or "-",
+                new.append(f"{name} ({'the input' if channel == '__start__' else 'a trigger'})")
+        rows.append({"label": labels[checkpoints.checkpoint_id(item.config)], "new blobs": ", ".join(new) or "-",
                      "reused from an earlier checkpoint": ", ".join(reused) or "-"})
         previous = versions
     return rows
@@ -217,100 +205,83 @@ def sqlite_tables(path: str | Path) -> list[str]:
         return [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
 
 
-def sqlite_columns(path: str | Path) -> list[dict[str, Any]]:
-    """Every column of every table (``PRAGMA table_info``): table, column, type, pk position."""
+# shown in solutions/02_checkpoint_anatomy.ipynb
+def sqlite_columns(path: str | Path) -> list[dict]:
+    """Every column of every table in the SQLite file at ``path``: table, column, type, place in the primary key."""
     rows = []
-    with closing(_connect(path)) as con:
-        for table in sqlite_tables(path):
-            for _cid, name, col_type, _notnull, _default, pk in con.execute(f'PRAGMA table_info("{table}")'):
+    with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as connection:  # read-only
+        tables = [name for (name,) in connection.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+        for table in tables:
+            for _cid, name, col_type, _notnull, _default, pk in connection.execute(f'PRAGMA table_info("{table}")'):
                 rows.append({"table": table, "column": name, "type": col_type, "pk": pk or "-"})
     return rows
 
 
-def stored_checkpoints(path: str | Path, thread_id: str) -> list[dict[str, Any]]:
-    """The ``checkpoints`` rows of one thread, oldest first, with ids as labels.
-
-    The ``metadata`` column is JSON text and is decoded; the ``checkpoint`` column is a
-    serialized blob whose format is named by the ``type`` column, so only that is reported.
-    """
-    with closing(_connect(path)) as con:
-        rows = con.execute(
+# shown in solutions/02_checkpoint_anatomy.ipynb
+def stored_checkpoints(path: str | Path, thread_id: str) -> list[dict]:
+    """The root graph's ``checkpoints`` rows of one thread, oldest first: ids as labels, metadata decoded from JSON."""
+    with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as connection:
+        rows = connection.execute(
             "SELECT checkpoint_id, parent_checkpoint_id, type, typeof(checkpoint), metadata "
             "FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' ORDER BY checkpoint_id",
             (thread_id,)).fetchall()
-    labels = label_ids(r[0] for r in rows)
-    out = []
-    for cid, parent, blob_type, sql_type, metadata in rows:
-        meta = json.loads(metadata)
-        out.append({"label": labels[cid], "parent": labels.get(parent, "-") if parent else "-",
-                    "type": blob_type, "checkpoint column": sql_type,
-                    "metadata (JSON)": json.dumps(meta, sort_keys=True)})
-    return out
+    labels = checkpoints.label_ids(row[0] for row in rows)
+    return [{"label": labels[cid], "parent": labels.get(parent, "-") if parent else "-", "type": blob_type,
+             "checkpoint column": sql_type, "metadata (JSON)": json.dumps(json.loads(metadata), sort_keys=True)}
+            for cid, parent, blob_type, sql_type, metadata in rows]
 
 
-def stored_writes(path: str | Path, thread_id: str) -> list[dict[str, Any]]:
-    """The ``writes`` rows of one thread: which checkpoint (label), channel, value type, task path."""
-    with closing(_connect(path)) as con:
-        ids = [r[0] for r in con.execute(
+# shown in solutions/02_checkpoint_anatomy.ipynb
+def stored_writes(path: str | Path, thread_id: str) -> list[dict]:
+    """The ``writes`` rows of one thread: the checkpoint they hang off (label), task path, idx, channel, value type."""
+    with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as connection:
+        ids = [cid for (cid,) in connection.execute(
             "SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ''", (thread_id,))]
-        rows = con.execute(
+        rows = connection.execute(
             "SELECT checkpoint_id, task_path, idx, channel, type FROM writes WHERE thread_id = ? "
             "ORDER BY checkpoint_id, task_path, idx", (thread_id,)).fetchall()
-    labels = label_ids(ids)
-    return [{"checkpoint": labels.get(cid, "?"), "task_path": path_, "idx": idx, "channel": channel, "type": vtype}
-            for cid, path_, idx, channel, vtype in rows]
+    labels = checkpoints.label_ids(ids)
+    return [{"checkpoint": labels.get(cid, "?"), "task_path": task_path, "idx": idx, "channel": channel,
+             "type": value_type} for cid, task_path, idx, channel, value_type in rows]
 
 
-def rows_per_thread(path: str | Path) -> list[dict[str, Any]]:
+# shown in solutions/02_checkpoint_anatomy.ipynb
+def rows_per_thread(path: str | Path) -> list[dict]:
     """Row counts per table and thread_id in a SqliteSaver file (both tables, sorted)."""
-    out = []
-    with closing(_connect(path)) as con:
+    rows = []
+    with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as connection:
         for table in ("checkpoints", "writes"):
-            counts = dict(con.execute(f"SELECT thread_id, COUNT(*) FROM {table} GROUP BY thread_id").fetchall())
-            for thread in sorted(counts):
-                out.append({"table": table, "thread_id": thread, "rows": counts[thread]})
-    return out
+            counts = dict(connection.execute(f"SELECT thread_id, COUNT(*) FROM {table} GROUP BY thread_id"))
+            rows += [{"table": table, "thread_id": thread, "rows": counts[thread]} for thread in sorted(counts)]
+    return rows
 
 
-def decode_checkpoint_blob(serde: SerializerProtocol, path: str | Path, thread_id: str) -> dict[str, Any]:
-    """Load the newest checkpoint blob of ``thread_id`` from the file and decode it with ``serde``.
-
-    Returns a structural summary: the type column, the decoded object's type and keys, and
-    the message count in its ``channel_values``.
-    """
-    with closing(_connect(path)) as con:
-        blob_type, blob = con.execute(
+# shown in solutions/02_checkpoint_anatomy.ipynb
+def decode_checkpoint_blob(serde, path: str | Path, thread_id: str) -> dict:
+    """Decode the newest checkpoint blob of ``thread_id`` with ``serde``; report what it decodes to, not its values."""
+    with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as connection:
+        blob_type, blob = connection.execute(
             "SELECT type, checkpoint FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' "
             "ORDER BY checkpoint_id DESC LIMIT 1", (thread_id,)).fetchone()
-    decoded = serde.loads_typed((blob_type, blob))
-    messages = decoded.get("channel_values", {}).get("messages", [])
-    return {"type column": blob_type, "raw bytes are": type(blob).__name__,
-            "decodes to": type(decoded).__name__, "keys": sorted(decoded),
-            "messages inside": len(messages)}
+    decoded = serde.loads_typed((blob_type, blob))  # the saver's serializer: (type, bytes) -> the object
+    return {"type column": blob_type, "raw bytes are": type(blob).__name__, "decodes to": type(decoded).__name__,
+            "keys": sorted(decoded), "messages inside": len(decoded.get("channel_values", {}).get("messages", []))}
 
 
-def trigger_rows(graph: CompiledStateGraph, config: Mapping[str, Any], node: str, channel: str) -> list[dict[str, Any]]:
-    """Why ``node`` is (not) pending in each checkpoint of a thread, oldest first.
-
-    For every checkpoint: the counter of ``channel``, the counter ``node`` last saw of it
-    (``versions_seen``), whether the channel currently holds a value, and whether ``node``
-    is in ``next``. A node is pending when its trigger channel holds a value with a newer
-    version than the node has seen.
-    """
-    saver = graph.checkpointer
-    thread = {"configurable": {k: v for k, v in config["configurable"].items() if k != "checkpoint_id"}}
-    tuples = sorted(saver.list(thread), key=lambda t: checkpoint_id(t.config))
-    labels = label_ids(checkpoint_id(t.config) for t in tuples)
+# shown in solutions/02_checkpoint_anatomy.ipynb
+def trigger_rows(graph, config, node: str, channel: str) -> list[dict]:
+    """Why ``node`` is (not) pending in each checkpoint of a thread, oldest first (versions shown by their counter)."""
+    thread = {"configurable": {"thread_id": config["configurable"]["thread_id"]}}
+    tuples = sorted(graph.checkpointer.list(thread), key=lambda item: checkpoints.checkpoint_id(item.config))
+    labels = checkpoints.label_ids(checkpoints.checkpoint_id(item.config) for item in tuples)
     rows = []
-    for t in tuples:
-        ck = t.checkpoint
-        version = ck["channel_versions"].get(channel)
-        seen = ck["versions_seen"].get(node, {}).get(channel)
-        rows.append({
-            "label": labels[checkpoint_id(t.config)],
-            f"{channel} counter": version_parts(version)["counter"] if version is not None else "-",
-            f"{node} saw": version_parts(seen)["counter"] if seen is not None else "-",
-            "holds a value": channel in ck["channel_values"],
-            f"{node} in next": node in graph.get_state(t.config).next,
-        })
+    for item in tuples:
+        version = item.checkpoint["channel_versions"].get(channel)  # the trigger channel's version now
+        seen = item.checkpoint["versions_seen"].get(node, {}).get(channel)  # the version the node last consumed
+        rows.append({"label": labels[checkpoints.checkpoint_id(item.config)],
+                     f"{channel} counter": int(version.split(".")[0]) if version else "-",
+                     f"{node} saw": int(seen.split(".")[0]) if seen else "-",
+                     "holds a value": channel in item.checkpoint["channel_values"],
+                     f"{node} in next": node in graph.get_state(item.config).next})
     return rows

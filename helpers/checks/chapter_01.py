@@ -9,13 +9,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.pregel import Pregel
 
+from ..travel_graphs import reply
 from .protocol import Fail, call_answer, exercise, expect_type
 
 WINDOW = "I'd like a window seat, please."
@@ -34,7 +35,14 @@ def _message_count(graph: Pregel, config: dict[str, Any]) -> int:
 
 
 # ---------------------------------------------------------------------------------------
-# 01.1 a persistent assistant: compile with the given checkpointer, one thread per conversation
+# 01.1 a persistent assistant: the given node, compiled with the given checkpointer, one thread per conversation
+
+PROBE_ANSWER = "The other kind of customer's model answered."
+
+
+def _probe_node(state: MessagesState) -> dict[str, list[AIMessage]]:
+    """The check's own node: the other kind of customer's model, which always gives the same answer."""
+    return {"messages": [AIMessage(PROBE_ANSWER)]}
 
 
 def _configs(config_for: Callable[[str], Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -57,8 +65,9 @@ def _configs(config_for: Callable[[str], Any]) -> tuple[dict[str, Any], dict[str
     return configs[0], configs[1]
 
 
-def _built(build_assistant: Callable[[Any], Any], saver: BaseCheckpointSaver) -> Pregel:
-    graph = call_answer(build_assistant, saver, what="build_assistant(checkpointer)")
+def _built(build_assistant: Callable[[Any, Any], Any], saver: BaseCheckpointSaver,
+           node: Callable[[Any], Any]) -> Pregel:
+    graph = call_answer(build_assistant, saver, node, what="build_assistant(checkpointer, node)")
     if isinstance(graph, StateGraph):
         raise Fail("build_assistant returned the builder; return builder.compile(checkpointer=checkpointer)")
     if not isinstance(graph, Pregel):
@@ -93,21 +102,26 @@ def _turns(turns_so_far: Callable[[Any, str], Any], graph: Pregel, config_for: C
 
 
 @exercise("01.1")
-def check_persistent_assistant(build_assistant: Callable[[Any], Any], config_for: Callable[[str], Any],
+def check_persistent_assistant(build_assistant: Callable[[Any, Any], Any], config_for: Callable[[str], Any],
                                turns_so_far: Callable[[Any, str], Any]) -> str:
     saver = InMemorySaver()
-    graph = _built(build_assistant, saver)
+    probe = _built(build_assistant, saver, _probe_node)
+    got = _answer(probe, {"configurable": {"thread_id": "check-probe"}}, WHERE)
+    if got != PROBE_ANSWER:
+        raise Fail(f"built with the check's own node, the graph answered {got!r}, so it did not run the node it was "
+                   "given; add the node argument: builder.add_node('assistant', node)")
+    graph = _built(build_assistant, saver, reply)
     first, second = _configs(config_for)
     _answer(graph, first, WINDOW)
     answer = _answer(graph, first, WHERE)
     if "window" not in answer:
-        raise Fail(f"on conversation a, the second answer was {answer!r}; the node must hand the stand-in model "
-                   "the whole state['messages'] (use the chapter's reply node)")
+        raise Fail(f"on conversation a, built with the chapter's reply node, the second answer was {answer!r}; "
+                   "the graph must run the node it is given, and nothing else")
     _answer(graph, second, AISLE)
     if _message_count(graph, second) != 2:
         raise Fail(f"conversation b holds {_message_count(graph, second)} messages after one turn instead of 2: "
                    "the two conversations share a history")
-    reopened = _built(build_assistant, saver)
+    reopened = _built(build_assistant, saver, _probe_node)
     if _message_count(reopened, first) != 4:
         raise Fail("a second graph built on the same saver does not see conversation a's 4 messages")
     for turns_graph, conversation, expected, saved in ((reopened, "conv-a", 2, 4), (graph, "conv-b", 1, 2),
@@ -179,7 +193,8 @@ SURVIVAL = {
 }
 SURVIVAL_HINTS = {
     "InMemorySaver, new graph, same process":
-        "state belongs to (checkpointer, thread_id), not to the graph object: a new graph on the same saver sees it",
+        "state belongs to (the saver's storage, thread_id), not to the graph object: a new graph on the same "
+        "InMemorySaver object sees it",
     "InMemorySaver, kernel restarted":
         "InMemorySaver keeps checkpoints in a dict inside the process; a restarted kernel is a new process",
     "SQLite file, kernel restarted":
@@ -204,4 +219,5 @@ def check_survival_predictions(answer: Any) -> str:
     if wrong:
         verb = "is" if len(wrong) == 1 else "are"
         raise Fail(f"{len(wrong)} of {len(SURVIVAL)} {verb} off; {wrong[0]!r}: {SURVIVAL_HINTS[wrong[0]]}")
-    return "only a file (or a server) outlives the process; within one process, the saver object is what counts"
+    return ("only a file outlives the process; within one process, what counts is the saver's storage: the same "
+            "InMemorySaver object or ':memory:' database keeps the thread for every graph on it")

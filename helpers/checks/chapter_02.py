@@ -7,6 +7,7 @@ function on fresh threads, with what LangGraph actually does.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import tempfile
 from functools import lru_cache
@@ -26,7 +27,7 @@ TURNS = ("I'd like a window seat, please.", "Which seat did I ask for?", "Do you
 
 
 # ---------------------------------------------------------------------------------------
-# 02.1 predict a graph the chapter never ran: START -> check_in -> reply -> END
+# 02.1 predict a graph the chapter never ran: START -> check_in -> reply -> log_turn -> END
 
 
 def _check_in(state: MessagesState) -> dict[str, Any]:
@@ -34,14 +35,21 @@ def _check_in(state: MessagesState) -> dict[str, Any]:
     return {}
 
 
+def _log_turn(state: MessagesState) -> dict[str, Any]:
+    """Looks at the state and changes nothing."""
+    return {}
+
+
 def check_in_graph(saver: BaseCheckpointSaver) -> CompiledStateGraph:
-    """START -> check_in -> reply -> END on MessagesState; check_in returns {}."""
+    """START -> check_in -> reply -> log_turn -> END on MessagesState; check_in and log_turn return {}."""
     builder = StateGraph(MessagesState)
     builder.add_node("check_in", _check_in)
     builder.add_node("reply", reply)
+    builder.add_node("log_turn", _log_turn)
     builder.add_edge(START, "check_in")
     builder.add_edge("check_in", "reply")
-    builder.add_edge("reply", END)
+    builder.add_edge("reply", "log_turn")
+    builder.add_edge("log_turn", END)
     return builder.compile(checkpointer=saver)
 
 
@@ -58,8 +66,8 @@ def two_turns_truth() -> dict[str, int]:
 
 
 TWO_TURNS_HINTS = {
-    "checkpoints": "a turn is saved when its input arrives and after each step; this graph runs one more node per "
-                   "turn than the chapter's (__start__, check_in, reply), and the thread keeps both turns",
+    "checkpoints": "a turn is saved when its input arrives and after each step; this graph runs two more nodes per "
+                   "turn than the chapter's (__start__, check_in, reply, log_turn), and the thread keeps both turns",
     "newest_step": "steps keep counting across invokes: count turn 1's steps from -1, and turn 2's input "
                    "checkpoint takes the next number",
     "reply_pending": "next names what runs in the following step: reply is pending in the checkpoint saved right "
@@ -80,12 +88,16 @@ def check_two_turns_prediction(answer: Any) -> str:
         extra = ""
         if key == "checkpoints" and answer[key] == 6:
             extra = "; 6 is the one-node graph's count, 3 per turn"
-        if key == "checkpoints" and answer[key] == 4:
-            extra = "; 4 counts one turn only"
-        if key == "newest_step" and answer[key] == 2:
+        if key == "checkpoints" and answer[key] == 8:
+            extra = "; 8 is a two-node graph's count, 4 per turn"
+        if key == "checkpoints" and answer[key] == 5:
+            extra = "; 5 counts one turn only"
+        if key == "newest_step" and answer[key] == 3:
             extra = "; the step counter does not restart at -1 for a new invoke"
         if key == "newest_step" and answer[key] == 4:
             extra = "; 4 is the one-node graph's newest step"
+        if key == "newest_step" and answer[key] == 6:
+            extra = "; 6 is a two-node graph's newest step"
         if key == "reply_pending" and answer[key] == 0:
             extra = "; a checkpoint whose next step runs reply has ('reply',) in next"
         verb = "is" if len(wrong) == 1 else "are"
@@ -195,7 +207,7 @@ def check_history_pages(history_pages: Any) -> str:
 
 
 # ---------------------------------------------------------------------------------------
-# 02.3 count checkpoints in a SQLite file
+# 02.3 count turns in a SQLite file (checkpoints whose metadata source is "input")
 
 
 class _Trip(TypedDict, total=False):
@@ -214,8 +226,8 @@ def _fan_out_graph(saver: BaseCheckpointSaver) -> CompiledStateGraph:
     return builder.compile(checkpointer=saver)
 
 
-def build_sample_db(folder: Path) -> tuple[Path, dict[str, int], dict[str, int]]:
-    """A SqliteSaver file with three threads; returns (path, checkpoints, writes) per thread."""
+def build_sample_db(folder: Path) -> tuple[Path, dict[str, int], dict[str, int], dict[str, int]]:
+    """A SqliteSaver file with four threads of three graphs; returns (path, turns, checkpoints, writes) per thread."""
     path = folder / "sample.db"
     with SqliteSaver.from_conn_string(str(path)) as saver:
         chat = build_chat_graph(saver)
@@ -223,19 +235,27 @@ def build_sample_db(folder: Path) -> tuple[Path, dict[str, int], dict[str, int]]
             say(chat, "trip-a", text)
         say(chat, "trip-b", TURNS[0])
         _fan_out_graph(saver).invoke({}, {"configurable": {"thread_id": "fan-out"}})
-    with sqlite3.connect(path) as con:
+        longer = check_in_graph(saver)
+        for text in TURNS:
+            say(longer, "check-in", text)
+    con = sqlite3.connect(path)
+    try:
         checkpoints = dict(con.execute("SELECT thread_id, COUNT(*) FROM checkpoints GROUP BY thread_id").fetchall())
         writes = dict(con.execute("SELECT thread_id, COUNT(*) FROM writes GROUP BY thread_id").fetchall())
-    con.close()
-    return path, checkpoints, writes
+        turns = {thread: 0 for thread in checkpoints}
+        for thread, metadata in con.execute("SELECT thread_id, metadata FROM checkpoints"):
+            turns[thread] += json.loads(metadata)["source"] == "input"
+    finally:
+        con.close()
+    return path, turns, checkpoints, writes
 
 
 @exercise("02.3")
-def check_checkpoints_per_thread(checkpoints_per_thread: Any) -> str:
+def check_turns_per_thread(turns_per_thread: Any) -> str:
     with tempfile.TemporaryDirectory(prefix="course-02-check-") as folder:
-        path, expected, writes = build_sample_db(Path(folder))
+        path, expected, checkpoints, writes = build_sample_db(Path(folder))
         try:
-            result = call_answer(checkpoints_per_thread, str(path), what="checkpoints_per_thread(db_path)")
+            result = call_answer(turns_per_thread, str(path), what="turns_per_thread(db_path)")
         except sqlite3.OperationalError as exc:
             message = str(exc)
             if "no such table" in message:
@@ -244,11 +264,20 @@ def check_checkpoints_per_thread(checkpoints_per_thread: Any) -> str:
                            "list them from sqlite_master") from None
             raise Fail(f"sqlite3 raised OperationalError: {message}; "
                        "try your query on the file in the chapter first") from None
-    expect_type(result, dict, "thread_id -> number of checkpoints; dict(rows) turns (thread_id, count) rows into one")
+    expect_type(result, dict, "thread_id -> number of turns; dict(rows) turns (thread_id, count) rows into one")
     if result == expected:
-        return f"{len(expected)} threads counted: " + ", ".join(f"{t}={n}" for t, n in sorted(expected.items()))
+        counted = ", ".join(f"{t}={n}" for t, n in sorted(expected.items()))
+        return f"{len(expected)} threads of three graphs: {counted} turns, one checkpoint with source 'input' per turn"
+    if result == checkpoints:
+        raise Fail("these are the row counts of the checkpoints table, one per checkpoint; a turn makes several "
+                   "(its input, then one per step): count only the checkpoint each turn saves when its input arrives "
+                   "(the metadata says which)")
     if result == writes:
-        raise Fail("these are the row counts of the writes table; count rows of the checkpoints table instead")
+        raise Fail("these are the row counts of the writes table; a turn's checkpoints are in the checkpoints table, "
+                   "and its metadata says which checkpoint saved the input")
+    if result == {t: n // 3 for t, n in checkpoints.items()}:
+        raise Fail("a row count divided by 3 fits only the one-node chat graph; the check-in thread's graph makes "
+                   "more checkpoints per turn: read each checkpoint's metadata instead")
     missing = sorted(set(expected) - set(result))
     if missing:
         raise Fail(f"thread(s) {missing} are missing; group by thread_id over the whole checkpoints table")
@@ -256,5 +285,5 @@ def check_checkpoints_per_thread(checkpoints_per_thread: Any) -> str:
     if extra:
         raise Fail(f"unexpected key(s) {extra}; the keys are the thread_id values")
     wrong = sorted(t for t in expected if result[t] != expected[t])
-    raise Fail(f"the count for {wrong[0]!r} is {result[wrong[0]]!r}; count every row of that thread in checkpoints "
-               "(COUNT(*) ... GROUP BY thread_id)")
+    raise Fail(f"the count for {wrong[0]!r} is {result[wrong[0]]!r}, not {expected[wrong[0]]}; count the checkpoints "
+               "of that thread whose metadata source is 'input' (the metadata column is JSON)")

@@ -16,8 +16,8 @@ def builder_with(node):
     return builder
 
 
-def right_build(checkpointer):
-    return builder_with(reply).compile(checkpointer=checkpointer)
+def right_build(checkpointer, node):
+    return builder_with(node).compile(checkpointer=checkpointer)
 
 
 def right_config(conversation_id):
@@ -51,20 +51,37 @@ def turns_fixed_thread(graph, conversation_id):
 
 
 # -- 01.1: realistic mistakes ---------------------------------------------------------------
-def build_without_checkpointer(checkpointer):
-    return builder_with(reply).compile()
+def build_without_checkpointer(checkpointer, node):
+    return builder_with(node).compile()
 
 
-def build_with_own_saver(checkpointer):
-    return builder_with(reply).compile(checkpointer=InMemorySaver())
+def build_with_own_saver(checkpointer, node):
+    return builder_with(node).compile(checkpointer=InMemorySaver())
 
 
-def build_not_compiled(checkpointer):
-    return builder_with(reply)
+def build_not_compiled(checkpointer, node):
+    return builder_with(node)
 
 
-def build_short_sighted(checkpointer):
+def build_short_sighted(checkpointer, node):
+    """The node argument ignored, and the careless node of section 'Saved state is not what the model sees' used."""
     return builder_with(reply_to_last_only).compile(checkpointer=checkpointer)
+
+
+def build_last_message_only(checkpointer, node):
+    """The node given, but handed only the newest message: the graph must run the node it is given, unchanged."""
+    return builder_with(lambda state: node({"messages": state["messages"][-1:]})).compile(checkpointer=checkpointer)
+
+
+# -- 01.1: pasted cells ---------------------------------------------------------------------
+def pasted_builder_lines(checkpointer, node):
+    """The four builder lines of section 'The graph: one node, two edges', pasted: the node is always reply."""
+    return builder_with(reply).compile(checkpointer=checkpointer)
+
+
+def pasted_build_chat_graph(checkpointer, node):
+    """The saved helper of section 'The same graph in one call', called: its node is reply or reply_to_last_only."""
+    return build_chat_graph(checkpointer)
 
 
 # -- 01.2: learner nodes -------------------------------------------------------------------
@@ -99,7 +116,8 @@ WRONG_ANSWERS = {
     "01.1": [((build_without_checkpointer, right_config, right_turns), "compile(checkpointer=checkpointer)"),
              ((build_with_own_saver, right_config, right_turns), "a checkpointer of its own"),
              ((build_not_compiled, right_config, right_turns), "returned the builder"),
-             ((build_short_sighted, right_config, right_turns), "whole state['messages']"),
+             ((build_short_sighted, right_config, right_turns), "did not run the node it was given"),
+             ((build_last_message_only, right_config, right_turns), "must run the node it is given, and nothing else"),
              ((right_build, lambda c: {"thread_id": c}, right_turns), "inside config['configurable']"),
              ((right_build, lambda c: {"configurable": {"thread_id": "chat"}}, right_turns), "same thread_id"),
              ((right_build, lambda c: {"configurable": {"user": c}}, right_turns), "needs {'configurable'"),
@@ -125,9 +143,13 @@ WRONG_ANSWERS = {
 
 
 COPY_ATTACKS = {
-    "01.1": [((lambda saver: build_chat_graph(saver), right_config, turns_all_messages),
-              "cell 'build_chat_graph' of section 'The same graph in one call' and cell 'message_count' of section "
-              "'Other threads, other savers, other graph objects', pasted"),
+    "01.1": [((pasted_build_chat_graph, right_config, right_turns),
+              "the saved build_chat_graph of section 'The same graph in one call', called"),
+             ((pasted_builder_lines, right_config, right_turns),
+              "the four builder lines of section 'The graph: one node, two edges', pasted"),
+             ((pasted_build_chat_graph, right_config, turns_all_messages),
+              "build_chat_graph and cell 'message_count' of section 'Other threads, other savers, other graph "
+              "objects', pasted"),
              ((right_build, lambda c: {"configurable": {"thread_id": "trip-1"}}, turns_fixed_thread),
               "the four builder lines of section 'The graph: one node, two edges' and its config for trip-1")],
     "01.2": [((reply_to_last_only,), "cell 'reply_to_last_only' of section 'Saved state is not what the model sees'"),
@@ -141,6 +163,7 @@ COPY_ATTACKS = {
 
 def test_right_answers_pass():
     assert evaluate("01.1", right_build, right_config, right_turns).status == PASSED
-    assert evaluate("01.1", lambda saver: build_chat_graph(saver), right_config, right_turns).status == PASSED
+    assert evaluate("01.1", lambda saver, node: builder_with(node).compile(checkpointer=saver), right_config,
+                    right_turns).status == PASSED
     assert evaluate("01.2", lambda state: {"messages": [stand_in_reply(state["messages"][-3:])]}).status == PASSED
     assert evaluate("01.3", dict(SURVIVAL)).status == PASSED

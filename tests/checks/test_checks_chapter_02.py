@@ -1,5 +1,6 @@
 """Wrong answers for chapter 02's exercises must fail with a hint, and pasted cells must not pass (see chapter 00)."""
 
+import json
 import sqlite3
 
 from helpers import checkpoint_anatomy
@@ -99,45 +100,59 @@ count_docs_table = count_per_thread_in("checkpoint_writes")  # PostgresSaver's t
 count_writes = count_per_thread_in("writes")
 
 
-def count_as_rows(db_path):
+count_checkpoints = count_per_thread_in("checkpoints")
+
+
+def metadata_rows(db_path):
     con = sqlite3.connect(db_path)
     try:
-        return con.execute("SELECT thread_id, COUNT(*) FROM checkpoints GROUP BY thread_id").fetchall()
+        return con.execute("SELECT thread_id, metadata FROM checkpoints WHERE checkpoint_ns = ''").fetchall()
     finally:
         con.close()
 
 
-def count_first_thread_only(db_path):
-    con = sqlite3.connect(db_path)
-    try:
-        return dict([con.execute("SELECT thread_id, COUNT(*) FROM checkpoints GROUP BY thread_id").fetchone()])
-    finally:
-        con.close()
+def turns_with_source(source):
+    """Checkpoints per thread whose metadata source is ``source``: "input" is right, "loop" a mistake."""
+
+    def count(db_path):
+        turns = {}
+        for thread_id, metadata in metadata_rows(db_path):
+            turns[thread_id] = turns.get(thread_id, 0) + (json.loads(metadata)["source"] == source)
+        return turns
+
+    return count
 
 
-def count_distinct_steps(db_path):
-    con = sqlite3.connect(db_path)
-    try:
-        return dict(con.execute("SELECT thread_id, COUNT(DISTINCT parent_checkpoint_id) FROM checkpoints "
-                                "GROUP BY thread_id"))
-    finally:
-        con.close()
+def turns_as_rows(db_path):
+    return sorted(turns_with_source("input")(db_path).items())
 
 
-RIGHT_TWO_TURNS = {"checkpoints": 8, "newest_step": 6, "reply_pending": 2}
+def turns_first_thread_only(db_path):
+    thread, turns = next(iter(turns_with_source("input")(db_path).items()))
+    return {thread: turns}
+
+
+def turns_by_dividing(db_path):
+    """A row count divided by the chapter graph's 3 checkpoints per turn."""
+    return {thread: rows // 3 for thread, rows in count_checkpoints(db_path).items()}
+
+
+RIGHT_TWO_TURNS = {"checkpoints": 10, "newest_step": 8, "reply_pending": 2}
 
 WRONG_ANSWERS = {
     "02.1": [
         (({**RIGHT_TWO_TURNS, "checkpoints": 6},), "6 is the one-node graph's count"),
-        (({**RIGHT_TWO_TURNS, "checkpoints": 4},), "4 counts one turn only"),
-        (({**RIGHT_TWO_TURNS, "checkpoints": 10},), "1 of 3 is off, starting with 'checkpoints'"),
-        (({**RIGHT_TWO_TURNS, "newest_step": 2},), "does not restart at -1"),
+        (({**RIGHT_TWO_TURNS, "checkpoints": 8},), "8 is a two-node graph's count"),
+        (({**RIGHT_TWO_TURNS, "checkpoints": 5},), "5 counts one turn only"),
+        (({**RIGHT_TWO_TURNS, "checkpoints": 12},), "1 of 3 is off, starting with 'checkpoints'"),
+        (({**RIGHT_TWO_TURNS, "newest_step": 3},), "does not restart at -1"),
         (({**RIGHT_TWO_TURNS, "newest_step": 4},), "one-node graph's newest step"),
+        (({**RIGHT_TWO_TURNS, "newest_step": 6},), "two-node graph's newest step"),
         (({**RIGHT_TWO_TURNS, "reply_pending": 0},), "has ('reply',) in next"),
         (({**RIGHT_TWO_TURNS, "checkpoints": 6, "newest_step": 4},), "2 of 3 are off"),
-        (({"checkpoints": 8, "newest_step": 6},), "missing key"),
+        (({"checkpoints": 10, "newest_step": 8},), "missing key"),
         (({**RIGHT_TWO_TURNS, "reply_pending": "2"},), "expected an int"),
-        (([8, 6, 2],), "expected a dict"),
+        (([10, 8, 2],), "expected a dict"),
     ],
     "02.2": [
         ((pages_before_the_first,), "the pages overlap"),
@@ -152,10 +167,12 @@ WRONG_ANSWERS = {
     ],
     "02.3": [
         ((count_docs_table,), "each saver names its own tables"),
+        ((count_checkpoints,), "row counts of the checkpoints table"),
         ((count_writes,), "row counts of the writes table"),
-        ((count_as_rows,), "dict(rows)"),
-        ((count_first_thread_only,), "missing"),
-        ((count_distinct_steps,), "the count for"),
+        ((turns_by_dividing,), "divided by 3 fits only the one-node chat graph"),
+        ((turns_as_rows,), "dict(rows)"),
+        ((turns_first_thread_only,), "missing"),
+        ((turns_with_source("loop"),), "the count for"),
     ],
 }
 
@@ -186,15 +203,26 @@ def pasted_rows_per_thread_as_dict(db_path):
     return {row["thread_id"]: row["rows"] for row in checkpoint_anatomy.rows_per_thread(db_path)}
 
 
+def pasted_checkpoint_rows_as_dict(db_path):
+    """The table's checkpoints rows only: rows per thread, not turns."""
+    return {row["thread_id"]: row["rows"] for row in checkpoint_anatomy.rows_per_thread(db_path)
+            if row["table"] == "checkpoints"}
+
+
 COPY_ATTACKS = {
     "02.1": [(({"checkpoints": 6, "newest_step": 4, "reply_pending": 2},),
               "the one-node graph's two turns, read off the prediction cell's history (print_history)"),
+             (({"checkpoints": 8, "newest_step": 6, "reply_pending": 2},),
+              "cell 'check_in' of section 'Checkpoint, checkpointer, and the loop that runs the graph' (the watched "
+              "graph START -> check_in -> reply -> END), pasted and run for a second turn"),
              (({"checkpoints": 6, "newest_step": 5, "reply_pending": 2},),
               "the same history with one more step for check_in, but no more checkpoints")],
     "02.2": [((pasted_listing_cell,), "cell 'labelled' of section 'Addressing one checkpoint', pasted"),
              ((pasted_history_of_the_thread,), "the history(thread) line of that cell, as one page")],
     "02.3": [((pasted_rows_per_thread,), "the table of the delete_thread cell (checkpoint_anatomy.rows_per_thread)"),
-             ((pasted_rows_per_thread_as_dict,), "that table read into a dict without looking at its table column")],
+             ((pasted_rows_per_thread_as_dict,), "that table read into a dict without looking at its table column"),
+             ((pasted_checkpoint_rows_as_dict,), "that table's checkpoints rows read into a dict"),
+             ((count_checkpoints,), "the chapter's sqlite3 query of the checkpoints table, grouped by thread")],
 }
 
 
@@ -205,4 +233,4 @@ def test_right_answers_pass():
     assert evaluate("02.1", dict(RIGHT_TWO_TURNS)).status == PASSED
     assert evaluate("02.2", right_history_pages).status == PASSED
     assert evaluate("02.2", pages_stopping_on_a_short_page).status == PASSED
-    assert evaluate("02.3", count_per_thread_in("checkpoints")).status == PASSED
+    assert evaluate("02.3", turns_with_source("input")).status == PASSED
