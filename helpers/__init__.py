@@ -33,11 +33,11 @@ and what it holds. ``tests/course/test_architecture.py`` keeps the chapter lists
     multitask               13        double-texting on the Agent Server, made deterministic
     namespaces              05 11     the trip planner's nested subgraphs (saved from 05), namespace views
     persistent_service      14        the travel assistant as a FastAPI service on AsyncPostgresSaver (saved from 14)
-    preloaded_processes     07 10 12  child processes forked from a server that imported LangGraph once
-    processes               00 01     real child Python processes (fresh interpreters)
+    preloaded_processes     01 07 10 12  child processes forked from a server that imported LangGraph once
+    processes               00        real child Python processes (fresh interpreters)
     serializer_safety       12        custom types in state, the msgpack allowlist, the advisories
     server_checkpointer     16        the factory langgraph.json names: a FolderSaver for the Agent Server
-    servers                 12 13 14 15 16  a private PostgreSQL, a local Agent Server, your own ASGI app; always stopped
+    servers                 12 13 14 15 16  a private PostgreSQL, a local Agent Server, your ASGI app; always stopped
     service_load            14        concurrent HTTP clients against chapter 14's service; latency, checkpoints/s, plot
     state_growth            12 15     trimming, summaries, references instead of content
     step_timeline           03        the booking flow (saved from 03) and super-steps made visible
