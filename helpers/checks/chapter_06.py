@@ -146,7 +146,8 @@ def check_diagnose(diagnose: Any) -> str:
 
 # -- 06.3 ------------------------------------------------------------------------------
 
-KeyFunction = Callable[[BookState, ExecutionInfo], str]
+KeyFunction = Callable[[BookState, ExecutionInfo, str], str]
+SeatKey = Callable[[BookState, ExecutionInfo], str]
 RUNTIME_IDS = ("task_id", "checkpoint_id", "checkpoint_ns")
 
 
@@ -159,13 +160,13 @@ def _sample_info() -> ExecutionInfo:
                          task_id=str(uuid.uuid4()), thread_id="booking-7", run_id=None, node_attempt=1)
 
 
-def _key_of(key: KeyFunction, state: BookState, info: ExecutionInfo, case: str) -> str:
-    value = call_answer(key, state, info, what="idempotency_key(state, info)", case=case)
+def _key_of(key: KeyFunction, state: BookState, info: ExecutionInfo, effect: str, case: str) -> str:
+    value = call_answer(key, state, info, effect, what="idempotency_key(state, info, effect)", case=case)
     expect_type(value, str, "the idempotency key")
     return value
 
 
-def _what_changed(key: KeyFunction, state: BookState, first: ExecutionInfo, later: ExecutionInfo) -> str:
+def _what_changed(key: SeatKey, state: BookState, first: ExecutionInfo, later: ExecutionInfo) -> str:
     """Which of the runtime's fields, copied from the first attempt, make the later key equal again."""
     target = key(state, first)
     for fields, hint in ((("node_attempt", "node_first_attempt_time"),
@@ -184,23 +185,32 @@ def check_idempotency_key(idempotency_key: Any) -> str:
     if idempotency_key is Ellipsis:
         raise NotAttempted("replace the ... with your function")
     request, info = _request(), _sample_info()
-    first = _key_of(idempotency_key, request, info, "a booking command")
+    first = _key_of(idempotency_key, request, info, "book_seat", "a booking command")
     if first == request["command_id"]:
         raise Fail("the key is the command ID itself, so a second effect of the same command (a hotel booking, say) "
                    "would get the same key; combine the command ID with the effect's name, e.g. with uuid.uuid5")
+    # a second effect of the same command, in the same attempt: it needs a key of its own
+    hotel = _key_of(idempotency_key, request, info, "book_hotel", "the hotel booking of the same command")
+    if hotel == first:
+        raise Fail("two effects of one command (effect 'book_seat' and 'book_hotel') got the same key, so the hotel "
+                   "would see a repeat of the airline's request: build the key from the command ID and the effect")
     # a second command on the same thread: a new run, so the runtime's IDs are new too
-    other = _key_of(idempotency_key, {**_request(), "seat": request["seat"]}, _sample_info(),
+    other = _key_of(idempotency_key, {**_request(), "seat": request["seat"]}, _sample_info(), "book_seat",
                     "a second booking command")
     if other == first:
         raise Fail("two different commands (two command_ids) got the same key, so the airline would refuse a genuine "
                    "second booking: build the key from state['command_id']")
+
+    def seat_key(state: BookState, info: ExecutionInfo) -> str:
+        """What book_seat sends: the learner's key for the effect 'book_seat'."""
+        return idempotency_key(state, info, "book_seat")
 
     # a RetryPolicy retry inside one run: node_attempt 1, then 2
     airline, seen = Airline(fail_after_booking=1), []
 
     def logged_key(state: BookState, info: ExecutionInfo) -> str:
         seen.append(info)
-        return idempotency_key(state, info)
+        return seat_key(state, info)
 
     retrying = build_booking_graph(InMemorySaver(), airline.book, logged_key,
                                    retry_policy=RetryPolicy(initial_interval=0.001, jitter=False))
@@ -208,7 +218,7 @@ def check_idempotency_key(idempotency_key: Any) -> str:
     retrying.invoke(request, {"configurable": {"thread_id": "check-06-3-retry"}, "run_id": uuid.uuid4()})
     if len(airline.bookings) != 1:
         raise Fail(f"a RetryPolicy retry booked {len(airline.bookings)} times: "
-                   f"{_what_changed(idempotency_key, request, seen[0], seen[-1])}")
+                   f"{_what_changed(seat_key, request, seen[0], seen[-1])}")
 
     # a real crash: a child process dies right after the airline booked (default durability), resumed here.
     # The child is a fork of this process (booking_crashes.fork_child, needs os.fork): it must run the
@@ -216,11 +226,11 @@ def check_idempotency_key(idempotency_key: Any) -> str:
     request = _request()
     with tempfile.TemporaryDirectory(prefix="course-06-check-") as workdir:
         # the child's saver takes 1 s per write: the crash surely comes first (under async nothing waits for it)
-        [trial] = booking_crash_trials(workdir, idempotency_key, request, modes=[None], trials=1, put_delay=1.0)
+        [trial] = booking_crash_trials(workdir, seat_key, request, modes=[None], trials=1, put_delay=1.0)
     crashed, resumed = (attempt["info"] for attempt in trial["attempts"])
     if trial["bookings"] != 1:
-        hint = _what_changed(idempotency_key, request, execution_info(crashed), execution_info(resumed))
+        hint = _what_changed(seat_key, request, execution_info(crashed), execution_info(resumed))
         raise Fail(f"after a real crash (a child process died right after the airline booked) and a resume "
                    f"({trial['resumed with']}), the airline booked {trial['bookings']} times: the key changed; {hint}")
     return ("one booking across a real crash in a child process (default durability), one across a RetryPolicy "
-            "retry, and a new key for a new command")
+            "retry, a new key for a new command and another for a second effect")

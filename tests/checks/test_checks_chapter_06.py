@@ -56,15 +56,22 @@ WRONG_ANSWERS = {
     ],
     "06.3": [
         # the lesson of the chapter: a runtime ID does not come back after a real crash under the default durability
-        ((lambda state, info: f"{info.thread_id}/{info.task_id}",), "info.task_id"),
-        ((lambda state, info: f"{state['command_id']}/{info.checkpoint_id}",), "info.task_id"),
-        ((lambda state, info: f"{state['command_id']}/{info.run_id}",), "info.run_id"),
-        ((lambda state, info: f"{state['command_id']}/book_seat/{info.node_attempt}",), "info.node_attempt"),
-        ((lambda state, info: str(uuid.uuid4()),), "what the client sends again"),
-        ((lambda state, info: f"{info.thread_id}/book_seat",), "two different commands"),
-        ((lambda state, info: state["command_id"],), "is the command ID itself"),
-        ((lambda state, info: uuid.uuid5(uuid.UUID(state["command_id"]), "book_seat"),), "expected a str"),
-        ((lambda state, info: state["booking_id"],), "raised KeyError"),
+        ((lambda state, info, effect: f"{info.thread_id}/{info.task_id}/{effect}",), "info.task_id"),
+        ((lambda state, info, effect: f"{state['command_id']}/{info.checkpoint_id}/{effect}",), "info.task_id"),
+        ((lambda state, info, effect: f"{state['command_id']}/{info.run_id}/{effect}",), "info.run_id"),
+        ((lambda state, info, effect: f"{state['command_id']}/{effect}/{info.node_attempt}",), "info.node_attempt"),
+        ((lambda state, info, effect: str(uuid.uuid4()),), "what the client sends again"),
+        ((lambda state, info, effect: f"{info.thread_id}/{effect}",), "two different commands"),
+        ((lambda state, info, effect: state["command_id"],), "is the command ID itself"),
+        # one-to-one re-encodings of the command ID: a hotel key built the same way would be identical
+        ((lambda state, info, effect: state["command_id"].upper(),), "two effects of one command"),
+        ((lambda state, info, effect: str(uuid.uuid5(uuid.NAMESPACE_URL, state["command_id"])),),
+         "two effects of one command"),
+        ((lambda state, info, effect: str(uuid.uuid5(uuid.UUID(state["command_id"]), "book_seat")),),
+         "two effects of one command"),
+        ((lambda state, info, effect: uuid.uuid5(uuid.UUID(state["command_id"]), effect),), "expected a str"),
+        ((lambda state, info, effect: state["booking_id"],), "raised KeyError"),
+        ((lambda state, info: str(uuid.uuid5(uuid.UUID(state["command_id"]), "book_seat")),), "raised TypeError"),
         (("book_seat",), "expected a function"),
     ],
 }
@@ -76,8 +83,10 @@ COPY_ATTACKS = {
               "the counts of section 'Predict, then run: resume the failed step' (seat 1, fare 2), one per node")],
     "06.2": [((_diagnose_full_repr,), "the table cell of section 'get_state() shows which task failed' (t.error)")],
     "06.3": [((lambda state, info: f"{info.thread_id}/{info.task_id}",),
-              "cell 'task_key' of section 'A task ID does not survive every crash'"),
-             ((lambda state, info: str(uuid.uuid4()),),
+              "cell 'task_key' of section 'A task ID does not survive every crash', pasted as it is"),
+             ((lambda state, info, effect: f"{info.thread_id}/{info.task_id}",),
+              "cell 'task_key' of section 'A task ID does not survive every crash', with an effect parameter added"),
+             ((lambda state, info, effect: str(uuid.uuid4()),),
               "cell 'record_ids' of section 'Which IDs could go into the key?'")],
 }
 
@@ -89,7 +98,10 @@ def test_reference_answers_pass():
 
     assert evaluate("06.1", {"lookup_seat": 1, "lookup_fare": 3, "lookup_bags": 1, "price_trip": 1}).status == PASSED
     assert evaluate("06.2", diagnose).status == PASSED
-    assert evaluate("06.3", lambda state, info: str(uuid.uuid5(uuid.UUID(state["command_id"]), "book_seat"))).status \
-        == PASSED
+    def idempotency_key(state, info, effect):
+        return str(uuid.uuid5(uuid.UUID(state["command_id"]), effect))
+
+    assert evaluate("06.3", idempotency_key).status == PASSED
     # the thread may be part of the key: it is the same in every attempt at one request
-    assert evaluate("06.3", lambda state, info: f"{info.thread_id}/{state['command_id']}/book_seat").status == PASSED
+    assert evaluate("06.3", lambda state, info, effect: f"{info.thread_id}/{state['command_id']}/{effect}").status \
+        == PASSED
