@@ -103,8 +103,10 @@ class ThreadLocks:
 async def advisory_lock(pool: AsyncConnectionPool, thread_id: str) -> AsyncIterator[None]:
     """Hold PostgreSQL's advisory lock for ``thread_id`` in a transaction on one pool connection.
 
-    Every process that asks for the same key on the same database waits; the lock ends with
-    the transaction, also when the connection dies.
+    Every process that asks for the same key on the same database waits. The lock is released
+    when its transaction or its connection ends: if only this connection dies while the run
+    goes on, another process can start a second run on the thread, and the error only
+    surfaces at commit, when the ``with`` exits.
     """
     key = int.from_bytes(hashlib.sha256(thread_id.encode()).digest()[:8], "big", signed=True)
     async with pool.connection() as conn, conn.transaction():

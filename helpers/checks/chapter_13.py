@@ -72,9 +72,13 @@ PAY = "3f1c1a52-5d55-4f49-9d0e-6c1d2b7a9e41"       # the command ID the browser 
 PAY_AGAIN = "9a7e0c3b-1f4d-4c2e-8b6a-2d5f7e9c1a30"  # a second, genuine payment on the same thread
 
 
-def _server_config(run_id: str, request_id: str, attempt: int) -> dict[str, Any]:
-    configurable = {"thread_id": THREAD, "run_id": run_id, "graph_id": "payments", "assistant_id": ASSISTANT,
-                    "user_id": "alice", "langgraph_request_id": request_id}
+OTHER_THREAD = "01a2335d-b0c1-7c2e-9d4f-1e6a8b3c5d70"  # another traveller's thread
+
+
+def _server_config(run_id: str, request_id: str, attempt: int, user: str = "alice",
+                   thread: str = THREAD) -> dict[str, Any]:
+    configurable = {"thread_id": thread, "run_id": run_id, "graph_id": "payments", "assistant_id": ASSISTANT,
+                    "user_id": user, "langgraph_request_id": request_id}
     return {"configurable": configurable,
             "metadata": {**configurable, "run_attempt": attempt, "langgraph_api_version": "0.16.7"}}
 
@@ -88,6 +92,9 @@ KEY_CASES = {  # name -> (state, config) of one start of charge_card
     "the server's retry": (_state(PAY), _server_config("01a2335d-a256-70db-a96b-d08b8209d0c0", "req-1", 2)),
     "the double-click": (_state(PAY), _server_config("01a2335d-a699-7086-bcb9-2659fea210e1", "req-2", 1)),
     "a new payment": (_state(PAY_AGAIN), _server_config("01a2335d-ab54-7351-8a0c-84620702ccc1", "req-3", 1)),
+    # another traveller's browser sends the same command_id (a bug, or a replayed request)
+    "another traveller": (_state(PAY), _server_config("01a2335d-b1d2-7e3f-8a4b-5c6d7e8f9a01", "req-4", 1,
+                                                      user="bob", thread=OTHER_THREAD)),
 }
 
 
@@ -113,8 +120,13 @@ def check_charge_key(charge_key: object) -> str:
     if keys["attempt 1"] == KEY_CASES["attempt 1"][0]["command_id"]:
         raise Fail("the key is the command ID itself, and the command's other effects (the hotel booking) are keyed "
                    "from it too: combine it with the effect's name, e.g. with uuid.uuid5")
-    return ("one key per command and effect: the same across the server's retry and a double-click, "
-            "new for a new payment")
+    if keys["another traveller"] == keys["attempt 1"]:
+        raise Fail("another traveller's browser sent the same command_id (a bug, or a replayed request) and got "
+                   "the first traveller's key, so the provider would answer their charge with the first one's: "
+                   "a command ID is only unique per sender; scope the key to the user the server authenticated "
+                   "(config['configurable']['user_id']) or to the thread")
+    return ("one key per user, command and effect: the same across the server's retry and a double-click, "
+            "new for a new payment or another traveller")
 
 
 # -- 13.3 ------------------------------------------------------------------------------

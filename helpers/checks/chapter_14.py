@@ -195,7 +195,7 @@ def check_send(send: object) -> str:
 
 CONVERSATIONS = ["acme/support/2026-12/ana@example.com/" + "x" * 5000,
                  "acme/support/2026-12/ana@example.com/" + "x" * 4999 + "y",
-                 "globex/sales/42", "globex/sales/43", "a", "ü/日本/" + "z" * 300]
+                 "globex/sales/42", "globex/sales/43", "initech/a", "initech/ü/日本/" + "z" * 300]
 
 
 @exercise("14.3")
@@ -218,4 +218,10 @@ def check_thread_id_for(thread_id_for: object) -> str:
         seen[got] = conversation
     if not all(re.fullmatch(r"[\x21-\x7e]+", t) for t in seen):
         raise Fail("a thread_id travels in URLs and logs: no spaces or control characters")
-    return "a hash of the whole ID: stable, distinct, short and opaque"
+    for got, conversation in seen.items():
+        tenant = conversation.split("/", 1)[0]
+        if not got.startswith(f"{tenant}:"):
+            raise Fail(f"the thread_id {got[:24]!r}... of a conversation of tenant {tenant!r} does not start with "
+                       f"{tenant + ':'!r}: your operators find a tenant's threads by that prefix (the part of "
+                       "the conversation ID before the first '/', then ':', then the hash)")
+    return "the tenant, then a hash of the whole ID: stable, distinct, short and opaque"

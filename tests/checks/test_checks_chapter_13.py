@@ -12,6 +12,7 @@ import uuid
 import pytest
 
 from helpers.checks import PASSED, evaluate
+from helpers.ledger import ids
 
 RIGHT_SURVIVES = {"reject": ["A"], "enqueue": ["A", "B", "C"], "interrupt": ["C"], "rollback": ["C"]}
 RIGHT_RUNS = {"reject": 1, "enqueue": 3, "interrupt": 3, "rollback": 1}
@@ -43,6 +44,10 @@ def thread_key(state, config):
 
 def bare_command(state, config):
     return state["command_id"]
+
+
+def command_and_effect(state, config):
+    return str(uuid.uuid5(uuid.UUID(state["command_id"]), "charge_card"))
 
 
 def returns_uuid(state, config):
@@ -112,6 +117,7 @@ WRONG_ANSWERS = {
         ((request_key,), "new request id"),
         ((thread_key,), "the thread is the conversation"),
         ((bare_command,), "the command ID itself"),
+        ((command_and_effect,), "another traveller's browser sent the same command_id"),
         ((returns_uuid,), "expected a str"),
         ((top_level_run_id,), "raised KeyError"),
     ],
@@ -129,9 +135,11 @@ WRONG_ANSWERS = {
 
 def test_right_answers_pass():
     assert evaluate("13.1", RIGHT_SURVIVES, RIGHT_RUNS).status == PASSED
-    assert evaluate("13.2", lambda state, config: str(uuid.uuid5(uuid.UUID(state["command_id"]), "charge_card"))
+    assert evaluate("13.2", lambda state, config: str(uuid.uuid5(uuid.UUID(state["command_id"]),
+                                                                 f"{config['configurable']['user_id']}/charge_card"))
                     ).status == PASSED
-    assert evaluate("13.2", lambda state, config: f"{state['command_id']}:charge_card").status == PASSED
+    assert evaluate("13.2", lambda state, config: f"{config['configurable']['thread_id']}:{state['command_id']}:"
+                                                  "charge_card").status == PASSED
 
     def safe(tenant, request):
         meta = {k: request[k] for k in ("trip", "kind") if k in request}
@@ -156,6 +164,10 @@ COPY_ATTACKS = {
         ((run_key,), "the retry cell: the retried run kept its run_id, so the run_id looks like the key"),
         ((lambda state, config: f"{config['configurable']['thread_id']}/charge_card",),
          "the payment thread of that cell: one thread per payment conversation"),
+        ((lambda state, config: ids.stable_id(state["command_id"], "charge_card"),),
+         "the saved helper ids.stable_id (chapter 11) on the command ID and the effect's name"),
+        ((lambda state, config: ids.run_id_for("acme", state["command_id"]),),
+         "the saved helper ids.run_id_for (chapter 11) with the tenant of the chapter's auth handler"),
     ],
     "13.3": [
         ((lambda tenant_id, request: {"metadata": dict(request), "limit": 100},),

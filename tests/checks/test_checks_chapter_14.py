@@ -9,6 +9,7 @@ from langchain_core.messages import HumanMessage
 from psycopg.rows import dict_row, tuple_row
 
 from helpers.checks import FAILED, PASSED, evaluate
+from helpers.ledger import ids
 from helpers.persistent_service import CONNECTION_KWARGS, ThreadLocks
 
 # -- 14.1 ------------------------------------------------------------------------------
@@ -176,8 +177,16 @@ def full_sha256_with_prefix(conversation_id):
     return "conversation-" + hashlib.sha256(conversation_id.encode()).hexdigest()
 
 
+def no_tenant(conversation_id):
+    return "conv-" + hashlib.sha256(conversation_id.encode()).hexdigest()[:40]
+
+
+def tenant_with_slash(conversation_id):
+    return conversation_id.split("/")[0] + "/" + hashlib.sha256(conversation_id.encode()).hexdigest()[:40]
+
+
 def right_thread_id(conversation_id):
-    return str(uuid.uuid5(uuid.NAMESPACE_URL, conversation_id))
+    return conversation_id.split("/")[0] + ":" + str(uuid.uuid5(uuid.NAMESPACE_URL, conversation_id))
 
 
 WRONG_ANSWERS = {
@@ -209,6 +218,8 @@ WRONG_ANSWERS = {
         ((hash_of_prefix,), "use the whole ID"),
         ((random_each_time,), "the same conversation must get the same one"),
         ((full_sha256_with_prefix,), "at most 64 ASCII characters"),
+        ((no_tenant,), "does not start with 'acme:'"),
+        ((tenant_with_slash,), "contains the conversation's text"),
     ],
 }
 
@@ -226,7 +237,11 @@ COPY_ATTACKS = {
                                      "second click waits and runs again")],
     "14.3": [((random_each_time,), "a fresh random ID per call, like secrets.token_hex(...) in the cell of "
                                    "section 'A thread_id that is too long'"),
-             ((identity,), "the conversation ID used as the thread_id, as every visible cell does with its IDs")],
+             ((identity,), "the conversation ID used as the thread_id, as every visible cell does with its IDs"),
+             ((ids.fingerprint,), "the saved helper ids.fingerprint (chapter 11): a sha256 of the whole ID, "
+                                  "without the tenant"),
+             ((lambda c: ids.stable_id(uuid.NAMESPACE_URL, c),), "the saved helper ids.stable_id (chapter 11): a "
+                                                                 "uuid5 of the whole ID, without the tenant")],
 }
 
 
