@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.pregel import Pregel
 from langgraph.store.memory import InMemoryStore
 
 from ..thread_growth import message_copies
@@ -49,12 +51,39 @@ def measured_copies(turns: int, nodes: int, durability: str) -> int:
     return message_copies(saver, "t")
 
 
+class _RanAGraph(BaseException):
+    """Raised when the answer runs a graph (a BaseException, so that call_answer does not wrap it)."""
+
+
+@contextmanager
+def _no_graph_runs() -> Iterator[None]:
+    """While the answer runs, running any graph raises _RanAGraph: 15.1 asks for a count, not a measurement."""
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise _RanAGraph
+
+    saved = {name: getattr(Pregel, name) for name in ("invoke", "stream", "ainvoke", "astream")}
+    for name in saved:
+        setattr(Pregel, name, refuse)
+    try:
+        yield
+    finally:
+        for name, method in saved.items():
+            setattr(Pregel, name, method)
+
+
 @exercise("15.1")
 def check_copies_stored(copies_stored: object) -> str:
     for turns, nodes, durability in COPY_CASES:
         call = f"copies_stored({turns}, {nodes}, {durability!r})"
-        got = call_answer(copies_stored, turns, nodes, durability, what="copies_stored(turns, nodes, durability)",
-                          case=f"turns={turns}, nodes={nodes}, durability={durability!r}")
+        try:
+            with _no_graph_runs():
+                got = call_answer(copies_stored, turns, nodes, durability,
+                                  what="copies_stored(turns, nodes, durability)",
+                                  case=f"turns={turns}, nodes={nodes}, durability={durability!r}")
+        except _RanAGraph:
+            raise Fail(f"{call} ran a graph: measuring is what the check does; reason the count out from how the "
+                       "chapter counted the one-node assistant (the checkpoints of a turn, the messages in "
+                       "each), with no graph run") from None
         expect_type(got, int, call)
         expected = measured_copies(turns, nodes, durability)
         if got == expected:

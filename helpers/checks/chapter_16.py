@@ -113,11 +113,28 @@ def check_prune(answer: Any) -> str:
         kept = list(chat.get_state_history(config))
         if len(kept) != 1:
             raise Fail(f"keep_latest left {len(kept)} checkpoints on chapter 01's two-turn thread; expected 1")
+        _only_kept_blobs(saver, "trip-1")
         if travel_graphs.say(chat, "trip-1", "Which seat did I ask for?") != "You asked for a window seat.":
             raise Fail("after keep_latest the thread should still remember the window seat (its newest state)")
     _refuses_delta_threads(saver_class)
-    return ("prune passes the suite, a pruned thread still remembers its newest state, and keep_latest refuses "
-            "a DeltaChannel thread without pruning anything")
+    return ("prune passes the suite, a pruned thread keeps only the blob files of its newest checkpoint and still "
+            "remembers its newest state, and keep_latest refuses a DeltaChannel thread without pruning anything")
+
+
+def _only_kept_blobs(saver: Any, thread_id: str) -> None:
+    """After keep_latest, the namespace's blob files are exactly those its newest checkpoint names."""
+    newest = saver.get_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}})
+    named = {saver._blob_file(thread_id, "", channel, version)
+             for channel, version in newest.checkpoint["channel_versions"].items()}
+    left = set((saver._ns_dir(thread_id, "") / "blobs").glob("*.json"))
+    if named - left:
+        raise Fail(f"keep_latest deleted {len(named - left)} blob file(s) that the kept checkpoint names: "
+                   "keep every blob its channel_versions name")
+    if left - named:
+        raise Fail(f"keep_latest left {len(left)} blob files on chapter 01's two-turn thread, and its one kept "
+                   f"checkpoint names {len(named)}: remove_checkpoint keeps the blobs, so the old versions of "
+                   "messages (each the whole list of its time, chapter 15) stay on disk; also delete the blob "
+                   "files that no kept checkpoint names, as PostgresSaver.prune does")
 
 
 def _refuses_delta_threads(saver_class: type) -> None:

@@ -66,6 +66,37 @@ def _pasted_lesson_loop(turns, nodes, durability):
     return thread_growth.message_copies(saver, "t")
 
 
+def _pasted_chain_measure(turns, nodes, durability):
+    """Cell 'slow_chat' of section 'A delete while a run is still going' (StateGraph, add_node, add_edge) in a
+    loop of nodes, run as in cell 'modes_chat' (invoke with durability=), counted by thread_growth.message_copies."""
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.graph import END, START, MessagesState, StateGraph
+
+    from helpers import thread_growth
+
+    builder = StateGraph(MessagesState)
+    previous = START
+    for n in range(1, nodes + 1):
+        builder.add_node(f"step-{n}", lambda state, n=n: {"messages": [AIMessage(f"step {n}")]})
+        builder.add_edge(previous, f"step-{n}")
+        previous = f"step-{n}"
+    builder.add_edge(previous, END)
+    saver = InMemorySaver()
+    graph = builder.compile(checkpointer=saver)
+    for n in range(1, turns + 1):
+        graph.invoke({"messages": [HumanMessage(f"Turn {n}")]}, {"configurable": {"thread_id": "t"}},
+                     durability=durability)
+    return thread_growth.message_copies(saver, "t")
+
+
+def _calls_the_checks_helper(turns, nodes, durability):
+    """The check's own saved helper, helpers.checks.chapter_15.measured_copies."""
+    from helpers.checks.chapter_15 import measured_copies
+
+    return measured_copies(turns, nodes, durability)
+
+
 # -- 15.2: apply_seat_changes(seats, writes) --------------------------------------------
 
 
@@ -186,6 +217,7 @@ WRONG_ANSWERS = {
         ((returns_a_float,), "expected an int"),
         ((raises_on_exit,), "raised KeyError on turns=4, nodes=3, durability='exit'"),
         ((42,), "expected a function"),
+        ((_pasted_chain_measure,), "ran a graph: measuring is what the check does"),
     ],
     "15.2": [
         ((last_write_only,), "only the last write of the batch"),
@@ -220,7 +252,10 @@ COPY_ATTACKS = {
              ((lambda turns, nodes, durability: turns * (turns + 1) if durability == "exit" else 3 * turns * turns,),
               "the one-node counts of the chapter (1,200 for 20 turns, 3 checkpoints per turn), for any chain"),
              ((lambda turns, nodes, durability: 3 * turns * (turns + 1),),
-              "the prose's 'each turn k stores about 6k messages', summed, for every mode")],
+              "the prose's 'each turn k stores about 6k messages', summed, for every mode"),
+             ((_pasted_chain_measure,), "cell 'slow_chat' (a StateGraph built with add_node/add_edge) in a loop of "
+                                        "nodes, invoked with durability= and counted by message_copies"),
+             ((_calls_the_checks_helper,), "the check's own helper helpers.checks.chapter_15.measured_copies")],
     "15.2": [((add_message_batch,), "the cell 'add_message_batch' (functools.reduce over add_messages)"),
              ((lambda seats, writes: {**seats, **writes[-1]} if writes else seats,),
               "the cell 'last_write_only', turned into dicts")],

@@ -28,11 +28,35 @@ def _uses_delta_channel(saver, thread_id):
 def prune(saver, thread_ids, strategy):
     if strategy == "keep_latest" and any(_uses_delta_channel(saver, t) for t in thread_ids):
         raise NotImplementedError("keep_latest can't prune threads that use a DeltaChannel")
+    _keep_latest(saver, thread_ids, strategy)
+
+
+def _keep_latest(saver, thread_ids, strategy):
+    """keep_latest with the blob sweep, without the refusal: passes the suite, empties a delta thread."""
     _naive_prune(saver, thread_ids, strategy)
+    if strategy == "delete":
+        return
+    for thread_id in thread_ids:
+        for checkpoint_ns in saver.namespaces(thread_id):
+            newest = saver.get_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns}})
+            versions = newest.checkpoint["channel_versions"] if newest else {}
+            named = {saver._blob_file(thread_id, checkpoint_ns, c, v) for c, v in versions.items()}
+            for blob in (saver._ns_dir(thread_id, checkpoint_ns) / "blobs").glob("*.json"):
+                if blob not in named:
+                    blob.unlink()
+
+
+def _prune_sweeps_every_blob(saver, thread_ids, strategy):
+    """Deletes the kept checkpoint's blobs too."""
+    _naive_prune(saver, thread_ids, strategy)
+    if strategy == "keep_latest":
+        for thread_id in thread_ids:
+            for checkpoint_ns in saver.namespaces(thread_id):
+                shutil.rmtree(saver._ns_dir(thread_id, checkpoint_ns) / "blobs", ignore_errors=True)
 
 
 def _naive_prune(saver, thread_ids, strategy):
-    """What the exercise asked before the DeltaChannel rule: passes the suite, empties a delta thread."""
+    """The helpers above the exercise put together, no blob sweep, no refusal: passes the suite."""
     for thread_id in thread_ids:
         if strategy == "delete":
             saver.delete_thread(thread_id)
@@ -122,13 +146,13 @@ def _prune_refuses_too_late(saver, thread_ids, strategy):
     for thread_id in thread_ids:
         if strategy == "keep_latest" and _uses_delta_channel(saver, thread_id):
             raise NotImplementedError(thread_id)
-        _naive_prune(saver, [thread_id], strategy)
+        _keep_latest(saver, [thread_id], strategy)
 
 
 def _prune_refuses_with_value_error(saver, thread_ids, strategy):
     if strategy == "keep_latest" and any(_uses_delta_channel(saver, t) for t in thread_ids):
         raise ValueError("DeltaChannel")
-    _naive_prune(saver, thread_ids, strategy)
+    _keep_latest(saver, thread_ids, strategy)
 
 
 def _prune_refuses_delete_too(saver, thread_ids, strategy):
@@ -136,7 +160,7 @@ def _prune_refuses_delete_too(saver, thread_ids, strategy):
         if strategy == "keep_latest":
             raise NotImplementedError("DeltaChannel")
         return
-    _naive_prune(saver, thread_ids, strategy)
+    _keep_latest(saver, thread_ids, strategy)
 
 
 def _put_writes_no_dedup(saver, config, writes, task_id, task_path=""):
@@ -191,7 +215,9 @@ WRONG_ANSWERS = {
         ((_prune_newest_across_namespaces,), "test_prune_keep_latest_across_namespaces"),
         ((lambda saver, thread_ids, strategy: None,), "'prune' tests failed"),
         ((lambda saver, thread_ids: None,), "raised TypeError"),
-        ((_naive_prune,), "it uses a DeltaChannel"),
+        ((_naive_prune,), "also delete the blob files that no kept checkpoint names"),
+        ((_prune_sweeps_every_blob,), "that the kept checkpoint names"),
+        ((_keep_latest,), "it uses a DeltaChannel"),
         ((_prune_refuses_too_late,), "check every listed thread first"),
         ((_prune_refuses_with_value_error,), "raised ValueError"),
         ((_prune_refuses_delete_too,), "strategy='delete' must remove a DeltaChannel thread too"),
