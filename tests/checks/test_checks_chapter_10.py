@@ -42,7 +42,7 @@ WRONG_ANSWERS = {
         (({**KINDS, "offline": "new message"}, NEW_IDS), "the IDs it minted when Ana pressed Send"),
         (({k: v for k, v in KINDS.items() if k != "offline"}, NEW_IDS), "missing scenario"),
         ((KINDS, {**NEW_IDS, "retry": {"request_id", "command_id"}}), "a retry reuses the command id"),
-        ((KINDS, {**NEW_IDS, "retry": {"request_id", "run_id"}}), "must not start a new run"),
+        ((KINDS, {**NEW_IDS, "retry": {"request_id", "run_id"}}), "starts no second run"),
         ((KINDS, {**NEW_IDS, "retry": set()}), "misses request_id"),
         ((KINDS, {**NEW_IDS, "regenerate": {"command_id", "run_id", "request_id", "message_id"}}), "message_id stays"),
         ((KINDS, {**NEW_IDS, "regenerate": {"command_id", "request_id"}}), "new run_id"),
