@@ -56,7 +56,7 @@ WRONG_ANSWERS = {
         (({**CHOICE, "share_link_id": "uuid5"},), "as guessable as the reference"),
         (({**CHOICE, "share_link_id": "uuid7"},), "begins with the millisecond it was made"),
         (({**CHOICE, "share_link_id": "sequence"},), "nobody may guess it"),
-        (({**CHOICE, "log_event_id": "uuid4"},), "end of the index"),
+        (({**CHOICE, "log_event_id": "uuid4"},), "end of its file's index"),
         (({**CHOICE, "log_event_id": "sequence"},), "no shared sequence"),
         (({**CHOICE, "event_time": "uuid7"},), "keeps sort order, not the time"),
         (({**CHOICE, "event_time": "sequence"},), "no ID at all"),
