@@ -4,7 +4,8 @@
   package; Python 3.11 has none) and uuid5 (``uuid.uuid5``) IDs and *measures* their
   properties (random bits, sorted by creation, embedded time, deterministic), never
   printing raw values; :func:`uuid7_burst` shows how far ahead of the
-  clock the pinned ``uuid6`` package pushes uuid7 timestamps when many are minted at once.
+  clock the pinned ``uuid6`` package pushes uuid7 timestamps when many are minted at once,
+  and :func:`uuid7_paced_lead` how that lead grows at a steady rate (on a simulated clock).
 * :func:`pii_footprint` counts, per table and column of a SQLite file, the rows whose text
   contains a given string (e.g. an e-mail address someone put into a ``thread_id``).
 * :func:`build_hold_graph` (shown in chapter 10) holds the outbound and the return seat at
@@ -105,6 +106,36 @@ def uuid7_burst(n: int = 20_000) -> dict[str, Any]:
     now_ms = time.time_ns() // 10**6
     return {"ids": n, "distinct": len(set(ids)) == n, "sorted": ids == sorted(ids),
             "last_ahead_ms": _embedded_ms(ids[-1]) - now_ms}
+
+
+def uuid7_paced_lead(rate: int, seconds: int = 2) -> list[int]:
+    """How far ahead of the clock (ms) uuid7s minted at a steady ``rate`` a second run, after each second.
+
+    Runs the pinned ``uuid6.uuid7`` itself on a simulated clock (its ``time`` module swapped
+    for one whose ``time_ns`` this function advances by 1/rate s per ID), so no time passes
+    and the result is exact; the module's real clock and last timestamp are restored after.
+    The lead is the last ID's millisecond minus the clock's millisecond when it was minted.
+    """
+    import types
+
+    import uuid6
+
+    saved_time, saved_last = uuid6.time, uuid6._last_v7_timestamp
+    clock_ns = 1_750_000_000_000 * 10**6  # an arbitrary whole millisecond (2025)
+    step_ns = 10**9 // rate
+    uuid6.time = types.SimpleNamespace(time_ns=lambda: clock_ns)
+    uuid6._last_v7_timestamp = None
+    try:
+        leads = []
+        for _ in range(seconds):
+            for _ in range(rate):
+                last = uuid6.uuid7()
+                minted_ms = clock_ns // 10**6
+                clock_ns += step_ns
+            leads.append(_embedded_ms(str(last)) - minted_ms)
+        return leads
+    finally:
+        uuid6.time, uuid6._last_v7_timestamp = saved_time, saved_last
 
 
 # ----------------------------------------------------------------------------- PII

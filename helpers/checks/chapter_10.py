@@ -103,8 +103,9 @@ def check_request_kinds(kinds, new_ids):
             raise Fail("a retry reuses the command id: that is how the server recognises it and returns the "
                        "stored answer")
         if kind == "retry" and "run_id" in got:
-            raise Fail("a retried request must not start a new run: the command is the same, and the server "
-                       "answers from what it already did (or says it is still running)")
+            raise Fail("a retried request starts no second run: the command is the same, and the server answers "
+                       "from the run an earlier attempt started (or says it is still running); if no earlier "
+                       "attempt arrived, this one starts the command's only run")
         if "request_id" not in got:
             raise Fail(f"new_ids[{kind!r}] misses request_id: every HTTP attempt gets a fresh one "
                        "(it answers 'which network request?')")
@@ -135,11 +136,13 @@ _KIND_HINTS = {
     "leg_operation_id": ("the second delivery must come up with the same key with nothing stored: a random ID "
                          "would differ. Which kind is computed again from its inputs (the command and the leg)?"),
     "log_event_id": ("each worker mints its keys alone (no shared database to ask, so no shared sequence), fast, "
-                     "and new keys should land at the end of the index: which kind sorts by creation in its process?"),
+                     "and new keys should land at the end of its file's index: which kind sorts by creation in "
+                     "its process?"),
     "event_time": {
         "uuid7": ("at 5,000 a second a process mints more than one uuid7 per millisecond, so each gets the previous "
                   "one's millisecond + 1: the burst in 'uuid4, uuid5, uuid7, prefixes and format limits' ended at "
-                  "least a second ahead of the clock. A uuid7 keeps sort order, not the time"),
+                  "least a second ahead of the clock, and at a steady 5,000 a second the lead grows by 4 s every "
+                  "second. A uuid7 keeps sort order, not the time"),
         "*": "a time you will read back is a value, not an ID: which choice is no ID at all?",
     },
     "turn_number": ("two devices in the same second: a uuid7's time comes from each device's clock (or runs ahead "

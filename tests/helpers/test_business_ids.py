@@ -24,6 +24,16 @@ def test_uuid7_burst_runs_ahead_of_the_clock() -> None:
     assert burst["last_ahead_ms"] > 2000  # 5,000 IDs in far less than 3 s: each took its own millisecond
 
 
+def test_uuid7_paced_lead_grows_above_one_per_millisecond_and_restores_uuid6() -> None:
+    import uuid6
+
+    before = (uuid6.time, uuid6._last_v7_timestamp)
+    assert ids.uuid7_paced_lead(1_000) == [0, 0]      # one ID per millisecond: never ahead
+    assert ids.uuid7_paced_lead(5_000) == [4_000, 8_000]  # 5,000 milliseconds used per second of clock
+    assert ids.uuid7_paced_lead(2_000, seconds=3) == [1_000, 2_000, 3_000]
+    assert (uuid6.time, uuid6._last_v7_timestamp) == before
+
+
 def test_pii_footprint_counts_text_and_blob_columns(tmp_path: Path) -> None:
     path = tmp_path / "x.db"
     with sqlite3.connect(path) as conn:
