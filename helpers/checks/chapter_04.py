@@ -20,71 +20,110 @@ def _ids(snapshots: Any) -> list[str]:
     return [s.config["configurable"]["checkpoint_id"] for s in snapshots]
 
 
-def _branch_cases() -> list[tuple[Any, dict[str, Any], list[str], list[str], str]]:
-    """(graph, config, branch oldest first, every id of the thread, what) for threads with and without a branch."""
+def _branch_cases() -> list[tuple[Any, dict[str, Any], str]]:
+    """(graph, config, what): threads that never branched, were reopened (once, several times) or continued
+    from an invented ID, all in one saver (so that each has neighbours)."""
     from langgraph.checkpoint.base.id import uuid6
     from langgraph.checkpoint.memory import InMemorySaver
 
     from helpers import travel_graphs
 
-    cases = []
     saver = InMemorySaver()
-    plain = _chat_thread(saver, "t-plain")
-    config = {"configurable": {"thread_id": "t-plain"}}
-    everything = sorted(_ids(plain.get_state_history(config)))
-    cases.append((plain, config, everything, everything, "a thread that never branched"))
-    for reopened in (2, 4):  # the end of turn 1, and the reply step of turn 2
-        thread = f"t-reopened-{reopened}"
-        graph = _chat_thread(saver, thread)
-        config = {"configurable": {"thread_id": thread}}
-        old = sorted(_ids(graph.get_state_history(config)))
-        travel_graphs.say(graph, thread, "Actually, which seat was it?", checkpoint_id=old[reopened])
-        everything = sorted(_ids(graph.get_state_history(config)))
-        new = [i for i in everything if i not in old]
-        cases.append((graph, config, old[:reopened + 1] + new, everything,
-                      f"a thread reopened at its checkpoint C{reopened} and continued"))
-    graph = _chat_thread(saver, "t-invented")
-    config = {"configurable": {"thread_id": "t-invented"}}
-    old = set(_ids(graph.get_state_history(config)))
+
+    def thread(name: str) -> tuple[Any, dict[str, Any], list[str]]:
+        graph = _chat_thread(saver, name)
+        config = {"configurable": {"thread_id": name}}
+        return graph, config, sorted(_ids(graph.get_state_history(config)))
+
+    def reopen(graph: Any, config: dict[str, Any], checkpoint_id: str) -> list[str]:
+        before = set(_ids(graph.get_state_history(config)))
+        travel_graphs.say(graph, config["configurable"]["thread_id"], "Actually, which seat was it?",
+                          checkpoint_id=checkpoint_id)
+        return sorted(set(_ids(graph.get_state_history(config))) - before)
+
+    graph, config, _ = thread("t-plain")
+    cases = [(graph, config, "a thread that never branched")]
+    for at in (2, 4):   # the end of turn 1, and the reply step of turn 2
+        graph, config, old = thread(f"t-reopened-{at}")
+        reopen(graph, config, old[at])
+        cases.append((graph, config, f"a thread reopened once, at its checkpoint C{at}"))
+    graph, config, old = thread("t-reopened-thrice")
+    first = reopen(graph, config, old[2])       # a branch from C2 ...
+    reopen(graph, config, first[1])             # ... a branch from that branch ...
+    reopen(graph, config, old[4])               # ... and the latest state from C4
+    cases.append((graph, config, "a thread reopened at C2, then on that new branch, then at C4"))
+    graph, config, _ = thread("t-invented")
     travel_graphs.say(graph, "t-invented", "Which seat do I prefer?", checkpoint_id=str(uuid6(clock_seq=3)))
-    everything = sorted(_ids(graph.get_state_history(config)))
-    cases.append((graph, config, [i for i in everything if i not in old], everything,
-                  "the invented-ID thread (its new branch names a parent the saver does not store)"))
+    cases.append((graph, config, "the invented-ID thread (its new branch names a parent the saver does not store)"))
     return cases
 
 
+def _abandoned_truth(graph: Any, config: dict[str, Any]) -> tuple[dict[str, str | None], list[str], dict[str, str]]:
+    """(tip -> fork point, the latest state's path, id -> parent id) read from the thread's stored tuples."""
+    parent = {}
+    for item in graph.checkpointer.list({"configurable": {**config["configurable"], "checkpoint_ns": ""}}):
+        parent[item.config["configurable"]["checkpoint_id"]] = (
+            item.parent_config["configurable"]["checkpoint_id"] if item.parent_config else None)
+
+    def ancestors(checkpoint_id: str) -> list[str]:
+        chain = []
+        while checkpoint_id in parent:
+            chain.append(checkpoint_id)
+            checkpoint_id = parent[checkpoint_id]
+        return chain
+
+    path = ancestors(max(parent))
+    on_path = set(path)
+    tips = set(parent) - set(parent.values()) - {max(parent)}
+    return ({tip: next((i for i in ancestors(tip) if i in on_path), None) for tip in tips}, path, parent)
+
+
 @exercise("04.1")
-def check_off_branch(off_branch):
-    for graph, config, branch, everything, what in _branch_cases():
-        truth = [i for i in everything if i not in set(branch)]
-        got = call_answer(off_branch, graph, dict(config), what="off_branch(graph, config)", case=what)
-        expect_type(got, list, "the checkpoint IDs, oldest first")
-        if got and not all(isinstance(i, str) for i in got):
-            kinds = sorted({type(i).__name__ for i in got})
-            raise Fail(f"for {what} your list holds {', '.join(kinds)}; return the checkpoint IDs as strings, "
-                       "e.g. snapshot.config['configurable']['checkpoint_id']")
+def check_abandoned_branches(abandoned_branches):
+    for graph, config, what in _branch_cases():
+        truth, path, parent = _abandoned_truth(graph, config)
+        got = call_answer(abandoned_branches, graph, dict(config), what="abandoned_branches(graph, config)",
+                          case=what)
+        expect_type(got, dict, "a dict from each tip's checkpoint ID to its fork point's ID (or None)")
         if got == truth:
             continue
-        labels = {i: f"C{n}" for n, i in enumerate(everything)}
-        shown = [labels.get(i, "(not stored)") for i in got]
-        want = [labels[i] for i in truth]
-        if got and got == truth[::-1]:
-            raise Fail(f"for {what} you returned the right checkpoints newest first; return them oldest first")
-        if set(got) == set(branch):
-            raise Fail(f"for {what} you returned {shown}, the checkpoints the latest state is built on (its parent "
-                       f"chain); the tool wants the others, {want or 'none'}: every stored checkpoint of the thread "
-                       "that is not on that chain")
-        if any(i not in labels for i in got):
-            raise Fail(f"for {what} your list holds an ID the saver does not store; list only checkpoints of the "
-                       "thread's history")
-        if set(got) == set(everything):
-            raise Fail(f"for {what} you listed every checkpoint of the thread ({len(everything)}); leave out the "
-                       "ones on the path from the latest checkpoint (get_state(config)) through parent_config: "
-                       f"that leaves {want or 'none'}")
-        raise Fail(f"for {what} you returned {shown}, expected {want or 'none'}: take the thread's checkpoints "
-                   "(get_state_history), remove those on the path from get_state(config) through parent_config "
-                   "while the parent is stored, and sort the rest by ID")
-    return "the checkpoints off the latest state's path, oldest first, across reopened points and an unknown parent"
+        labels = {i: f"C{n}" for n, i in enumerate(sorted(parent))}
+
+        def shown(answer: dict, labels: dict[str, str] = labels) -> str:
+            return "{" + ", ".join(f"{labels[k]}: {'None' if answer[k] is None else labels[answer[k]]}"
+                                   for k in sorted(answer)) + "}"
+
+        def named(ids: Any, labels: dict[str, str] = labels) -> str:
+            return "[" + ", ".join(labels[i] for i in sorted(ids)) + "]" if ids else "none"
+
+        if not all(isinstance(k, str) and (v is None or isinstance(v, str)) for k, v in got.items()):
+            raise Fail(f"for {what} return checkpoint IDs as strings (snapshot.config['configurable']"
+                       "['checkpoint_id']) for the keys, and an ID or None for each value")
+        if any(k not in parent or (v is not None and v not in parent) for k, v in got.items()):
+            raise Fail(f"for {what} your dict holds an ID the saver does not store in this thread: a fork point is a "
+                       "stored checkpoint on the latest state's path, or None")
+        if path[0] in got:
+            raise Fail(f"for {what} you listed the latest checkpoint ({labels[path[0]]}); it is the tip of the branch "
+                       "the thread is on, not one the user left behind")
+        if set(got) > set(truth):
+            raise Fail(f"for {what} you listed {len(got)} checkpoints; the tips are only the checkpoints that no "
+                       f"stored checkpoint names as its parent (here {named(truth)})")
+        if set(got) < set(truth) and all(truth[k] == v for k, v in got.items()) and any(
+                truth[t] is None for t in set(truth) - set(got)):
+            raise Fail(f"for {what} you left out a tip whose branch never meets the latest state's path; list it "
+                       "with the fork point None")
+        if set(got) != set(truth):
+            raise Fail(f"for {what} your tips are {named(got)}; the thread's abandoned tips are {named(truth)}: "
+                       "stored checkpoints that no stored checkpoint names as its parent, the latest one excepted")
+        if all(got[t] == parent[t] for t in truth):
+            raise Fail(f"for {what} you gave each tip its own parent ({shown(got)}); walk further up through "
+                       "parent_config, to the tip's nearest ancestor that is on the latest state's path: "
+                       f"{shown(truth)}")
+        raise Fail(f"for {what} you returned {shown(got)}, expected {shown(truth)}: from each tip, follow "
+                   "parent_config (while the parent is stored) to the first checkpoint on the path from the latest "
+                   "checkpoint back through its parents; None if there is none")
+    return ("every abandoned tip with its fork point: reopened once, reopened on an old branch, cut off by an "
+            "invented ID")
 
 
 def _failed_thread(saver: Any, thread_id: str) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any
 
 from .protocol import Fail, call_answer, exercise, expect_type
@@ -68,10 +67,43 @@ def check_parent_namespace(parent_namespace):
     return "the level above, task ids kept: a real search namespace points at its planner's namespace"
 
 
+def _build_with_recheck(saver: Any, mode: bool | None) -> Any:
+    """Exercise 05.2's graph: root START -> planner -> recheck -> answer. ``planner`` and its ``search`` are
+    compiled with ``mode``; ``recheck`` is the search graph (START -> find_fares) compiled with the default."""
+    from langgraph.graph import START, StateGraph
+
+    from helpers.namespaces import PlannerState, Trip, find_fares, make_plan, write_answer
+
+    def search_graph(checkpointer: bool | None) -> Any:
+        search = StateGraph(PlannerState)
+        search.add_node("find_fares", find_fares)
+        search.add_edge(START, "find_fares")
+        return search.compile(checkpointer=checkpointer)
+
+    planner = StateGraph(PlannerState)
+    planner.add_node("plan", make_plan)
+    planner.add_node("search", search_graph(mode))
+    planner.add_edge(START, "plan")
+    planner.add_edge("plan", "search")
+    root = StateGraph(Trip)
+    root.add_node("planner", planner.compile(checkpointer=mode))
+    root.add_node("recheck", search_graph(None))
+    root.add_node("answer", write_answer)
+    root.add_edge(START, "planner")
+    root.add_edge("planner", "recheck")
+    root.add_edge("recheck", "answer")
+    return root.compile(checkpointer=saver)
+
+
 def _expected_namespaces() -> dict[Any, int]:
+    from langgraph.checkpoint.memory import InMemorySaver
+
     counts = {}
     for mode in MODES:
-        _, saver, _ = _run_planner(mode, 3)
+        saver = InMemorySaver()
+        graph = _build_with_recheck(saver, mode)
+        for _ in range(3):
+            graph.invoke({"request": "Lisbon"}, {"configurable": {"thread_id": "exercise-05-2"}})
         counts[mode] = len({t.config["configurable"]["checkpoint_ns"] for t in saver.list(None)})
     return counts
 
@@ -95,15 +127,19 @@ def check_distinct_namespaces(answer):
     for mode in MODES:
         expect_type(normalized[mode], int, f"the count for checkpointer={mode}")
     expected = _expected_namespaces()
-    if normalized[None] != expected[None]:
-        raise Fail(f"checkpointer=None: {normalized[None]} is off; every run gets a new planner:<task-id> and a new "
-                   "planner:<task-id>|search:<task-id>, plus the root's ''")
-    if normalized[True] != expected[True]:
-        raise Fail(f"checkpointer=True: {normalized[True]} is off; the namespaces are stable "
-                   "(planner, planner|search), the same on every run, plus the root's ''")
-    if normalized[False] != expected[False]:
-        raise Fail(f"checkpointer=False: {normalized[False]} is off; only the root's own checkpoints are stored")
-    return "None 7, True 3, False 1: new namespaces per run, stable ones, or none"
+    hints = {
+        None: ("checkpointer=None: every run gets a new planner:<task-id>, a new planner:<task-id>|search:<task-id> "
+               "and a new recheck:<task-id>, plus the root's ''"),
+        True: ("checkpointer=True: planner and planner|search are stable, the same on every run; recheck is compiled "
+               "with the default, so each run adds its own recheck:<task-id>; plus the root's ''"),
+        False: ("checkpointer=False: the planner and its search store nothing, but recheck keeps the default: a "
+                "recheck:<task-id> per run, plus the root's ''"),
+    }
+    for mode in MODES:
+        if normalized[mode] != expected[mode]:
+            raise Fail(f"{hints[mode]}; {normalized[mode]} is off")
+    return (f"None {expected[None]}, True {expected[True]}, False {expected[False]}: the setting belongs to each "
+            "compiled subgraph; recheck's default adds a namespace per run under all three")
 
 
 def _level(ns: str) -> tuple[str, ...]:
@@ -131,33 +167,59 @@ def _levels_fixture() -> list[tuple[Any, str, str]]:
     return cases
 
 
+def _latest_by_level(items: Any) -> dict[tuple[str, ...], str]:
+    latest: dict[tuple[str, ...], str] = {}
+    for t in items:
+        level = _level(t.config["configurable"]["checkpoint_ns"])
+        checkpoint_id = t.config["configurable"]["checkpoint_id"]
+        latest[level] = max(latest.get(level, checkpoint_id), checkpoint_id)
+    return latest
+
+
 @exercise("05.3")
-def check_checkpoints_by_level(checkpoints_by_level):
+def check_latest_by_level(latest_by_level):
     for saver, thread_id, what in _levels_fixture():
-        truth = dict(Counter(_level(t.config["configurable"]["checkpoint_ns"])
-                             for t in saver.list({"configurable": {"thread_id": thread_id}})))
-        got = call_answer(checkpoints_by_level, saver, thread_id, what="checkpoints_by_level(saver, thread_id)",
-                          case=what)
-        expect_type(got, dict, "a dict from level (a tuple of node names) to a count")
+        items = list(saver.list({"configurable": {"thread_id": thread_id}}))
+        truth = _latest_by_level(items)
+        got = call_answer(latest_by_level, saver, thread_id, what="latest_by_level(saver, thread_id)", case=what)
+        expect_type(got, dict, "a dict from level (a tuple of node names) to a checkpoint ID")
         if got == truth:
             continue
         if any(isinstance(k, str) for k in got):
             if any(":" in k or "|" in k for k in got):
                 raise Fail(f"for {what} your keys are raw namespaces ({sorted(got)[:2]} ...); turn each into its "
-                           "path of node names, e.g. ('planner', 'search'), so that task ids of different runs count "
-                           "together")
+                           "path of node names, e.g. ('planner', 'search'), so that the calls of one level (their "
+                           "task ids differ) count as one level")
             raise Fail(f"for {what} your keys are strings; use tuples of node names: () for the root, ('planner',), "
                        "('planner', 'search')")
+        if any(not isinstance(v, str) for v in got.values()):
+            kinds = sorted({type(v).__name__ for v in got.values()})
+            raise Fail(f"for {what} your values are {', '.join(kinds)}; give each level the checkpoint ID (a str, "
+                       "item.config['configurable']['checkpoint_id']) of its newest checkpoint")
         if set(got) == {()}:
-            raise Fail(f"for {what} you found only the root level ({got[()]} checkpoints): get_state_history lists one "
-                       "namespace, the root's; saver.list({'configurable': {'thread_id': ...}}) lists every namespace "
-                       "of the thread")
-        if set(got) == set(truth) and all(got[k] >= truth[k] for k in truth):
-            raise Fail(f"for {what} you counted {got}, but this thread holds {truth}: you counted other threads' "
-                       "checkpoints too; pass the thread to saver.list instead of None")
-        raise Fail(f"for {what} you returned {got}; the saver holds {truth} for that thread (count every checkpoint "
-                   "of every namespace, grouped by the node names in its checkpoint_ns)")
-    return "checkpoints counted per graph level, across runs and task ids, for one thread only"
+            raise Fail(f"for {what} you found only the root level: get_state_history lists one namespace, the root's; "
+                       "saver.list({'configurable': {'thread_id': ...}}) lists every namespace of the thread")
+        if got == _latest_by_level(saver.list(None)):
+            raise Fail(f"for {what} some of your IDs belong to other threads: pass the thread to saver.list instead "
+                       "of None")
+        if set(got) == set(truth):
+            first_seen: dict[tuple[str, ...], str] = {}
+            oldest: dict[tuple[str, ...], str] = {}
+            for t in items:
+                level = _level(t.config["configurable"]["checkpoint_ns"])
+                first_seen.setdefault(level, t.config["configurable"]["checkpoint_id"])
+                oldest[level] = min(oldest.get(level, "~"), t.config["configurable"]["checkpoint_id"])
+            if got == oldest:
+                raise Fail(f"for {what} you picked each level's oldest checkpoint; the newest has the largest ID "
+                           "(chapter 04)")
+            if got == first_seen:
+                raise Fail(f"for {what} you took the first checkpoint saver.list gives for each level; saver.list "
+                           "sorts newest first only within one namespace, and under checkpointer=None a level has "
+                           "one namespace per call: compare the IDs across them (the largest is the newest)")
+        raise Fail(f"for {what} your IDs differ from the newest checkpoint of each level: list every namespace of "
+                   "the thread with saver.list, group by the node names in checkpoint_ns, keep the largest "
+                   "checkpoint ID per level")
+    return "the newest checkpoint of each level, across its calls' namespaces, for one thread only"
 
 
 def _plan_after_resume() -> dict[Any, tuple[int, int]]:

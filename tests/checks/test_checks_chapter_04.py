@@ -10,43 +10,54 @@ def _cid(snapshot_or_config):
     return config["configurable"]["checkpoint_id"]
 
 
-def branch_right(graph, config):
-    by_id = {_cid(s): s for s in graph.get_state_history(config)}
-    branch, current = [], graph.get_state(config)
-    while current is not None and current.config["configurable"].get("checkpoint_id") in by_id:
-        branch.append(_cid(current))
-        current = by_id.get(_cid(current.parent_config)) if current.parent_config else None
-    return branch[::-1]
+def _parents(graph, config):
+    """checkpoint id -> parent id (None for a first checkpoint) of the thread's root namespace."""
+    return {_cid(s): (_cid(s.parent_config) if s.parent_config else None) for s in graph.get_state_history(config)}
 
 
-def off_right(graph, config):
-    on_branch = set(branch_right(graph, config))
-    return sorted(_cid(s) for s in graph.get_state_history(config) if _cid(s) not in on_branch)
+def _ancestors(parents, checkpoint_id):
+    chain = []
+    while checkpoint_id in parents:
+        chain.append(checkpoint_id)
+        checkpoint_id = parents[checkpoint_id]
+    return chain
+
+
+def _tips(parents, latest):
+    return set(parents) - set(parents.values()) - {latest}
+
+
+def abandoned_right(graph, config):
+    parents = _parents(graph, config)
+    on_path = set(_ancestors(parents, _cid(graph.get_state(config))))
+    return {tip: next((i for i in _ancestors(parents, tip) if i in on_path), None)
+            for tip in _tips(parents, _cid(graph.get_state(config)))}
+
+
+def abandoned_with_walk_parent_chain(graph, config):
+    """Also right: the saved helper walk_parent_chain, run from each tip."""
+    from helpers.checkpoint_ids import walk_parent_chain
+
+    on_path = {row["id"] for row in walk_parent_chain(graph.checkpointer, config)}
+    parents = _parents(graph, config)
+    result = {}
+    for tip in _tips(parents, _cid(graph.get_state(config))):
+        rows = walk_parent_chain(graph.checkpointer, {"configurable": {**config["configurable"], "checkpoint_id": tip}})
+        result[tip] = next((row["id"] for row in rows if row["id"] in on_path), None)
+    return result
+
+
+def off_branch_ids(graph, config):
+    """The old exercise's answer, the auditor's paste: walk_parent_chain's ids, and the sorted history without them."""
+    from helpers.checkpoint_ids import walk_parent_chain
+
+    on = {row["id"] for row in walk_parent_chain(graph.checkpointer, config)}
+    return sorted(_cid(s) for s in graph.get_state_history(config) if _cid(s) not in on)
 
 
 def off_whole_history(graph, config):
     """The ids of cell 'A thread's checkpoint IDs': the whole history, sorted by ID."""
     return sorted(_cid(s) for s in graph.get_state_history(config))
-
-
-def off_newest_first(graph, config):
-    return off_right(graph, config)[::-1]
-
-
-def off_the_branch_itself(graph, config):
-    """The old exercise: the path to the latest state, oldest first."""
-    return branch_right(graph, config)
-
-
-def off_keeps_unstored_parent(graph, config):
-    branch = branch_right(graph, config)
-    first = graph.get_state({"configurable": {**config["configurable"], "checkpoint_id": branch[0]}})
-    return ([_cid(first.parent_config)] if first.parent_config else []) + off_right(graph, config)
-
-
-def off_snapshots(graph, config):
-    by_id = {_cid(s): s for s in graph.get_state_history(config)}
-    return [by_id[i] for i in off_right(graph, config)]
 
 
 def off_walk_parent_chain(graph, config):
@@ -56,15 +67,45 @@ def off_walk_parent_chain(graph, config):
     return walk_parent_chain(graph.checkpointer, config)
 
 
-def off_walk_parent_chain_ids(graph, config):
-    """walk_parent_chain's ids, oldest first: the branch, not what is off it."""
-    return [row["id"] for row in off_walk_parent_chain(graph, config)][::-1]
+def abandoned_every_off_checkpoint(graph, config):
+    """Every checkpoint off the path as a key, not only the tips."""
+    answer = abandoned_right(graph, config)
+    forks = {}
+    for tip, fork in answer.items():
+        for i in _ancestors(_parents(graph, config), tip):
+            if i == fork:
+                break
+            forks[i] = fork
+    return forks
 
 
-def off_older_than_the_branch(graph, config):
-    """Everything older than the branch's first checkpoint: misses an old tail newer than the fork."""
-    branch = branch_right(graph, config)
-    return sorted(i for i in off_whole_history(graph, config) if i < branch[0])
+def abandoned_with_latest(graph, config):
+    return {**abandoned_right(graph, config), _cid(graph.get_state(config)): None}
+
+
+def abandoned_tip_parent(graph, config):
+    """walk_parent_chain run from each tip, its first row's parent: the tip's own parent, not the fork point."""
+    from helpers.checkpoint_ids import walk_parent_chain
+
+    return {tip: walk_parent_chain(graph.checkpointer, {"configurable": {**config["configurable"],
+                                                                         "checkpoint_id": tip}})[0]["parent_id"]
+            for tip in abandoned_right(graph, config)}
+
+
+def abandoned_by_id_order(graph, config):
+    """Fork point read from ID order: the newest checkpoint on the path older than the tip."""
+    parents = _parents(graph, config)
+    on_path = _ancestors(parents, _cid(graph.get_state(config)))
+    return {tip: max((i for i in on_path if i < tip), default=None) for tip in _tips(parents, on_path[0])}
+
+
+def abandoned_skips_unjoined(graph, config):
+    return {tip: fork for tip, fork in abandoned_right(graph, config).items() if fork is not None}
+
+
+def abandoned_with_labels(graph, config):
+    labels = {i: f"C{n}" for n, i in enumerate(sorted(_parents(graph, config)))}
+    return {labels[k]: (labels[v] if v else None) for k, v in abandoned_right(graph, config).items()}
 
 
 def _migrate_with(mint):
@@ -203,14 +244,13 @@ def guard_rejects_all(saver, conversations, user_id, conversation_id, checkpoint
 
 WRONG_ANSWERS = {
     "04.1": [
-        ((off_whole_history,), "not on that chain"),
-        ((off_newest_first,), "oldest first"),
-        ((off_the_branch_itself,), "the checkpoints the latest state is built on"),
-        ((off_keeps_unstored_parent,), "does not store"),
-        ((off_snapshots,), "return the checkpoint IDs as strings"),
-        ((off_walk_parent_chain,), "return the checkpoint IDs as strings"),
-        ((off_walk_parent_chain_ids,), "the checkpoints the latest state is built on"),
-        ((off_older_than_the_branch,), "remove those on the path"),
+        ((off_branch_ids,), "expected a dict"),
+        ((abandoned_every_off_checkpoint,), "the tips are only the checkpoints that no stored checkpoint names"),
+        ((abandoned_with_latest,), "you listed the latest checkpoint"),
+        ((abandoned_tip_parent,), "you gave each tip its own parent"),
+        ((abandoned_by_id_order,), "follow parent_config"),
+        ((abandoned_skips_unjoined,), "with the fork point None"),
+        ((abandoned_with_labels,), "does not store"),
         (("C8",), "expected a function"),
     ],
     "04.2": [
@@ -244,8 +284,10 @@ def guard_from_the_ghost_cell(saver, conversations, user_id, conversation_id, ch
 
 # What a learner gets by pasting the nearest visible cell.
 COPY_ATTACKS = {
-    "04.1": [((off_walk_parent_chain,), "the cell that defines walk_parent_chain, called on graph.checkpointer"),
-             ((off_walk_parent_chain_ids,), "the saved helper checkpoint_ids.walk_parent_chain: its ids, oldest first"),
+    "04.1": [((off_branch_ids,), "the saved helper walk_parent_chain plus a filter: the history ids off its chain "
+                                 "(the old exercise's answer)"),
+             ((abandoned_tip_parent,), "walk_parent_chain (cell 'The parent chain') run from each tip: its parent"),
+             ((off_walk_parent_chain,), "the cell that defines walk_parent_chain, called on graph.checkpointer"),
              ((off_whole_history,), "the checkpoint ids of the first cell, sorted from get_state_history")],
     "04.2": [((migrate_uuid6,), "copy_with_new_ids with LangGraph's uuid6 as the minter"),
              ((migrate_kept_ids_no_writes,), "copy_with_new_ids with the 'kept' minter (the original ids)")],
@@ -254,7 +296,8 @@ COPY_ATTACKS = {
 
 
 def test_branch_and_migration_solutions_pass():
-    assert evaluate("04.1", off_right).status == PASSED
+    assert evaluate("04.1", abandoned_right).status == PASSED
+    assert evaluate("04.1", abandoned_with_walk_parent_chain).status == PASSED
     assert evaluate("04.2", migrate_right).status == PASSED
 
 
@@ -266,3 +309,16 @@ def test_guard_solution_and_keyerror_pass():
         return config
     assert evaluate("04.3", guard_right).status == PASSED
     assert evaluate("04.3", guard_key_error).status == PASSED
+
+
+def test_abandoned_branch_cases_are_the_ones_the_prompt_describes():
+    """The checker's own truth, in labels (C0 oldest): guards _abandoned_truth against a regression."""
+    from helpers.checks.chapter_04 import _abandoned_truth, _branch_cases
+
+    seen = []
+    for graph, config, _what in _branch_cases():
+        truth, _path, parents = _abandoned_truth(graph, config)
+        labels = {i: f"C{n}" for n, i in enumerate(sorted(parents))}
+        seen.append({labels[k]: labels.get(v) for k, v in truth.items()})
+        assert truth == abandoned_right(graph, config)
+    assert seen == [{}, {"C5": "C2"}, {"C5": "C4"}, {"C5": "C4", "C8": "C2", "C11": "C2"}, {"C5": None}]
