@@ -432,6 +432,54 @@ def _queue_race(url: str, mode: str) -> dict[str, Any]:
     return {"failed": failed, "rows": rows}
 
 
+def _sweep_race(url: str, mode: str) -> list[tuple]:
+    """A queue sweep by state (``ready IS NULL``) while a client accepts a command; the queue after.
+
+    Thread ``t`` holds ``K1`` (new). The sweep locks the threads of the new commands it finds
+    (``t``) and runs the head statement; a client then commits ``K3`` on thread ``u``; the
+    sweep runs the behind statement and commits. ``mode``:
+
+    * ``"statements"``: READ COMMITTED, the two statements as they are: the behind statement
+      sees ``K3`` and puts it behind a head that thread ``u`` does not have (``ready`` 0);
+    * ``"REPEATABLE READ"``: the same statements in one snapshot: ``K3`` stays new (NULL);
+    * ``"selected seqs"``: READ COMMITTED, but the sweep first selects the new commands
+      (``... FOR UPDATE``) and updates only those ``seq``s: ``K3`` stays new (NULL).
+
+    Returns (command, thread, ready) in ``seq`` order.
+    """
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute("DROP TABLE IF EXISTS port_queue")
+        admin.execute("DROP TABLE IF EXISTS port_threads")
+        admin.execute("CREATE TABLE port_threads (thread_id TEXT PRIMARY KEY)")
+        admin.execute("INSERT INTO port_threads VALUES ('t'), ('u')")
+        admin.execute("CREATE TABLE port_queue (seq BIGSERIAL PRIMARY KEY, command_id TEXT NOT NULL,"
+                      " thread_id TEXT NOT NULL, status TEXT NOT NULL, ready INTEGER, attempt INTEGER NOT NULL)")
+        admin.execute("INSERT INTO port_queue (command_id, thread_id, status, ready, attempt)"
+                      " VALUES ('K1', 't', 'accepted', NULL, 0)")
+        with psycopg.connect(url) as sweeper, psycopg.connect(url, autocommit=True) as client:
+            level = "REPEATABLE READ" if mode == "REPEATABLE READ" else "READ COMMITTED"
+            sweeper.execute(f"SET TRANSACTION ISOLATION LEVEL {level}")  # one of two constants
+            selected = [tuple(r) for r in sweeper.execute(
+                "SELECT seq, thread_id FROM port_queue WHERE ready IS NULL ORDER BY seq"
+                + (" FOR UPDATE" if mode == "selected seqs" else ""))]
+            for thread in sorted({thread for _, thread in selected}):
+                sweeper.execute(_PORT_LOCK, (thread,))
+            seqs = [seq for seq, _ in selected]
+            only = " AND seq = ANY(%s)" if mode == "selected seqs" else ""
+            params = (seqs,) if only else ()
+            sweeper.execute(_PORT_QUEUE_HEAD.replace("WHERE ready IS NULL", "WHERE ready IS NULL" + only, 1), params)
+            client.execute("INSERT INTO port_queue (command_id, thread_id, status, ready, attempt)"
+                           " VALUES ('K3', 'u', 'accepted', NULL, 0)")  # a submit commits now
+            sweeper.execute(_PORT_QUEUE_BEHIND + only, params)
+            sweeper.commit()
+        rows = [tuple(r) for r in admin.execute("SELECT command_id, thread_id, ready FROM port_queue ORDER BY seq")]
+        admin.execute("DROP TABLE port_queue")
+        admin.execute("DROP TABLE port_threads")
+    return rows
+
+
 def postgres_port_facts(url: str) -> dict[str, Any]:
     """The three facts a PostgreSQL port of the ledger must face, run on the server at ``url``.
 
@@ -448,7 +496,8 @@ def postgres_port_facts(url: str) -> dict[str, Any]:
        only ``SET TRANSACTION`` run before the winner: the snapshot is taken at the first
        query, not at ``BEGIN``, so that loser sees the winner's row (``rowcount`` 0).
     3. **The queue's reads.** ``queue_race``: :func:`_queue_race` in each of its modes (a
-       queue sweep and the finish of the thread's head, interleaved).
+       queue sweep and the finish of the thread's head, interleaved); ``sweep_race``:
+       :func:`_sweep_race` in each of its modes (a sweep by state while a client accepts).
 
     Each step runs in this order on its own connection, so the outcome is deterministic.
     Creates (and drops) the tables ``port_commands``, ``port_queue`` and ``port_threads``.
@@ -490,4 +539,5 @@ def postgres_port_facts(url: str) -> dict[str, Any]:
         facts["rows"] = claimer.execute("SELECT COUNT(*) FROM port_commands").fetchone()[0]
         claimer.execute("DROP TABLE port_commands")
     facts["queue_race"] = {mode: _queue_race(url, mode) for mode in ("READ COMMITTED", "SERIALIZABLE", "thread lock")}
+    facts["sweep_race"] = {mode: _sweep_race(url, mode) for mode in ("statements", "REPEATABLE READ", "selected seqs")}
     return facts

@@ -74,7 +74,7 @@ CREATE TABLE runs (
     command_seq         INTEGER NOT NULL REFERENCES commands (seq),
     dispatcher          TEXT NOT NULL,
     started_at          TEXT NOT NULL,
-    start_checkpoint_id TEXT,                    -- the thread's head when the run began
+    start_checkpoint_id TEXT,                    -- the checkpoint the run started from (its first one's parent)
     end_checkpoint_id   TEXT,                    -- the head the run left behind
     outcome             TEXT,                    -- done, failed, error, dead (NULL: running or lost)
     PRIMARY KEY (run_id, attempt));

@@ -13,8 +13,11 @@ do, without HTTP. Requests only *submit*:
   as a process with ``python -m helpers.ledger.service dispatch DIRECTORY`` (``--help``).
 
 Payloads are ``{"kind": "message", "message_id": ..., "text": ...}`` (a new user message,
-sent as a ``HumanMessage`` with that id) or ``{"kind": "regenerate"}`` (fork from the
-checkpoint before the last answer, as in chapter 09, and let the reply node run again).
+sent as a ``HumanMessage`` with that id, starting from the thread's last answer, or from its
+first, empty checkpoint before any answer: never from a dead run's checkpoints, which hold
+the buried command's message) or ``{"kind": "regenerate"}`` (fork from the checkpoint
+before the last answer, the last answer's parent, as in chapter 09, and let the reply node
+run again).
 
 The worker is an **idempotent receiver**, :func:`receive` (chapter 11 shows it in a cell).
 Every checkpoint a run writes carries the ledger's run ID in its metadata
@@ -116,7 +119,6 @@ RUN_TAG = "ledger_run_id"  # a configurable key: the checkpointer copies it into
 def receive(graph: CompiledStateGraph, saver: BaseCheckpointSaver, delivery: ledger.Delivery, *,
             dedupe: bool = True) -> str:
     """Run a delivered command on its thread at most once per ledger run ID; say what was done."""
-    thread = {"configurable": {"thread_id": delivery.thread_id}}
     root = {"configurable": {"thread_id": delivery.thread_id, "checkpoint_ns": ""}}  # not a subgraph's checkpoints
     tag = {RUN_TAG: delivery.run_id}
     tagged = {"configurable": {"thread_id": delivery.thread_id, **tag}}
@@ -126,14 +128,18 @@ def receive(graph: CompiledStateGraph, saver: BaseCheckpointSaver, delivery: led
     if seen is not None:
         graph.invoke(None, tagged, durability="sync")  # an earlier delivery stopped inside it: resume
         return "resumed"
+    history = list(graph.get_state_history(root))  # newest first
+    answered = next((s for s in history if not s.next), None)  # the last answer: a dead run left none
     if delivery.payload["kind"] == "message":
         message = HumanMessage(content=delivery.payload["text"], id=delivery.payload["message_id"])
-        graph.invoke({"messages": [message]}, tagged, durability="sync")
+        start = answered or (history[-1] if history else None)  # else the first, empty checkpoint
+        config = tagged if start is None else {"configurable": {**start.config["configurable"], **tag}}
+        graph.invoke({"messages": [message]}, config, durability="sync")
         return "ran"
-    before = next((s for s in graph.get_state_history(thread) if s.next == ("reply",)), None)
-    if before is None:
+    if answered is None:
         raise LookupError("nothing to regenerate: the thread has no answer yet")
-    graph.invoke(None, {"configurable": {**before.config["configurable"], **tag}}, durability="sync")  # a fork
+    graph.invoke(None, {"configurable": {**answered.parent_config["configurable"], **tag}},
+                 durability="sync")  # a fork from the checkpoint before the last answer
     return "forked"
 
 

@@ -47,3 +47,10 @@ def test_locking_the_thread_first_serializes_the_two_and_the_head_is_made(facts:
     race = facts["queue_race"]["thread lock"]
     assert race["failed"] == ["finisher: SQLSTATE 55P03"]  # NOWAIT: it would have waited for the sweep
     assert race["rows"] == [("K1", "done", 0), ("K2", "accepted", 1)]
+
+
+def test_under_read_committed_a_sweep_by_state_strands_a_command_accepted_between_its_statements(facts: dict) -> None:
+    race = facts["sweep_race"]
+    assert race["statements"] == [("K1", "t", 1), ("K3", "u", 0)]  # u has no head: no claim finds K3
+    assert race["REPEATABLE READ"] == [("K1", "t", 1), ("K3", "u", None)]  # one snapshot: K3 waits for the next sweep
+    assert race["selected seqs"] == [("K1", "t", 1), ("K3", "u", None)]  # only the selected seqs change

@@ -325,6 +325,44 @@ def test_receive_runs_skips_resumes_and_forks(service: ChatService) -> None:
     assert sources.count("fork") == 1
 
 
+def test_a_dead_letter_leaves_no_trace_in_later_runs(service: ChatService) -> None:
+    """Audit E2: a regenerate after a dead letter answered the dead message, and it stayed in the thread."""
+    from helpers import travel_graphs
+
+    def provider_down() -> None:
+        raise RuntimeError("provider down")
+
+    service.handle("acme", "k1", "conv-1", WINDOW)
+    service.dispatch()
+    service.handle("acme", "k2", "conv-1", {"kind": "message", "message_id": "m-2", "text": "Book me a hotel"})
+    service.model_call = provider_down
+    for _ in range(3):
+        service.dispatch()
+    service.model_call = None
+    assert service.status("acme", "k2").status == "dead"
+    service.handle("acme", "k3", "conv-1", {"kind": "regenerate"})
+    service.handle("acme", "k4", "conv-1", {"kind": "message", "message_id": "m-4", "text": "Thanks"})
+    assert service.dispatch() == 2
+    messages = service.graph.get_state(service.thread_config("acme", "conv-1")).values["messages"]
+    lines = travel_graphs.transcript(messages)
+    assert [line.split(":")[0] for line in lines] == ["human", "ai", "human", "ai"]
+    assert lines[0] == "human: " + WINDOW["text"] and lines[2] == "human: Thanks"
+    assert "window seat" in lines[1]  # the regenerate answered the window-seat message again
+    assert all("hotel" not in line for line in lines)
+
+
+def test_a_first_command_that_died_is_not_in_the_next_run(service: ChatService) -> None:
+    service.model_call = lambda: (_ for _ in ()).throw(RuntimeError("provider down"))
+    service.handle("acme", "k1", "conv-1", {"kind": "message", "message_id": "m-1", "text": "Book me a hotel"})
+    for _ in range(3):
+        service.dispatch()
+    service.model_call = None
+    service.handle("acme", "k2", "conv-1", WINDOW)
+    assert service.dispatch() == 1
+    messages = service.graph.get_state(service.thread_config("acme", "conv-1")).values["messages"]
+    assert [m.content for m in messages][:1] == [WINDOW["text"]] and len(messages) == 2
+
+
 def test_both_files_are_opened_with_synchronous_full(service: ChatService) -> None:
     with service.ledger.tx.read() as conn:
         assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
