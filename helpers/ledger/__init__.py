@@ -177,6 +177,9 @@ class Ledger:
             raise ValueError(f"bad synchronous level {synchronous!r}")
         if max_attempts < 1 or lease_seconds <= 0:
             raise ValueError("max_attempts must be >= 1 and lease_seconds > 0")
+        if str(path) == ":memory:" or str(path).startswith("file::memory:") or "mode=memory" in str(path):
+            raise ValueError("the ledger needs a file: an in-memory SQLite database is private to one connection, "
+                             "and the ledger opens several (one per thread); pass a path such as 'ledger.db'")
         self.path, self.timeout, self.lease_seconds = str(path), timeout, lease_seconds
         self.max_attempts, self.clock, self.crash_at = max_attempts, clock, crash_at
         self.name = name or f"ledger-{uuid.uuid4().hex[:8]}"  # tags the leases and runs this object takes

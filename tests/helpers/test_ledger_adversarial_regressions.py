@@ -6,6 +6,9 @@
   for a whole lease: ``renew`` matched any unfinished status, and ``deliver`` released while
   its heartbeat still ran. Only a running attempt renews now, and ``deliver`` releases after
   the heartbeat stopped.
+
+And one behaviour it observed, which no docstring promised: ``Ledger(":memory:")`` opened,
+then failed later with "no such table" on its second pooled connection. It is refused at once.
 """
 
 from __future__ import annotations
@@ -59,3 +62,9 @@ def test_deliver_releases_a_failed_attempt_so_that_the_next_claim_gets_it(tmp_pa
         attempts.append(delivery.attempt)
         assert book.deliver(delivery, failing, renew_every=0.0001) is False
     assert attempts == [1, 2, 3]  # a late beat that re-leased a released attempt made a claim come back empty
+
+
+@pytest.mark.parametrize("path", [":memory:", "file::memory:?cache=shared", "file:ledger?mode=memory"])
+def test_an_in_memory_database_is_refused_with_a_clear_message(path):
+    with pytest.raises(ValueError, match="needs a file"):
+        ledger.Ledger(path)
