@@ -234,7 +234,8 @@ def resume_counts(durability: Durability, checkpointer: BaseCheckpointSaver | No
     """Fail the seat/fare step once (a caught error), resume it, and report what happened.
 
     Returns ``{"error", "pending", "calls"}``: the first run's error type, the sorted
-    channels of the pending writes it left, and the service calls after the resume. Both
+    channels of the pending writes it left, and the service calls over both runs (the failed
+    one and the resume). Both
     runs use ``durability``.
     """
     saver = checkpointer if checkpointer is not None else InMemorySaver()

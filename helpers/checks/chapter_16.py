@@ -215,7 +215,7 @@ def check_put_writes(answer: Any) -> str:
     with tempfile.TemporaryDirectory(prefix="course-16-check-") as tmp:
         counts = fare_lookup_graphs.resume_counts("sync", saver_class(Path(tmp)))
     if counts["pending"] != ["__error__", "seat"] or counts["calls"] != {"find_seat": 1, "quote_fare": 2}:
-        raise Fail(f"chapter 06's failed lookup step on your saver: pending {counts['pending']}, calls after the "
-                   f"resume {counts['calls']}; expected ['__error__', 'seat'] and seat 1, fare 2 (the finished "
-                   "seat lookup must not run again)")
+        raise Fail(f"chapter 06's failed lookup step on your saver: pending {counts['pending']}, calls over the "
+                   f"failed run and the resume {counts['calls']}; expected ['__error__', 'seat'] and seat 1, "
+                   "fare 2 (the finished seat lookup must not run again)")
     return "put_writes passes the suite, and chapter 06's resume skips the finished seat lookup"
