@@ -1,7 +1,6 @@
 """Wrong answers for chapter 02's exercises must fail with a hint, and pasted cells must not pass (see chapter 00)."""
 
 import json
-import sqlite3
 
 from helpers import checkpoint_anatomy
 from helpers.checks import PASSED, evaluate
