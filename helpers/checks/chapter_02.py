@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import tempfile
+from contextlib import closing
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, TypedDict
@@ -226,8 +227,25 @@ def _fan_out_graph(saver: BaseCheckpointSaver) -> CompiledStateGraph:
     return builder.compile(checkpointer=saver)
 
 
-def build_sample_db(folder: Path) -> tuple[Path, dict[str, int], dict[str, int], dict[str, int]]:
-    """A SqliteSaver file with four threads of three graphs; returns (path, turns, checkpoints, writes) per thread."""
+def _nested_graph(saver: BaseCheckpointSaver) -> CompiledStateGraph:
+    """START -> assistant -> END, where assistant is the chat graph compiled as a subgraph (its own namespace)."""
+    inner = StateGraph(MessagesState)
+    inner.add_node("reply", reply)
+    inner.add_edge(START, "reply")
+    inner.add_edge("reply", END)
+    outer = StateGraph(MessagesState)
+    outer.add_node("assistant", inner.compile())
+    outer.add_edge(START, "assistant")
+    outer.add_edge("assistant", END)
+    return outer.compile(checkpointer=saver)
+
+
+def build_sample_db(folder: Path) -> tuple[Path, dict[str, int], dict[str, int], dict[str, int], dict[str, int]]:
+    """A SqliteSaver file with five threads of four graphs (one with a subgraph).
+
+    Returns (path, turns, checkpoints, writes, inputs): turns counts the root namespace's source-"input"
+    checkpoints per thread, inputs those of every namespace, checkpoints and writes the rows per thread.
+    """
     path = folder / "sample.db"
     with SqliteSaver.from_conn_string(str(path)) as saver:
         chat = build_chat_graph(saver)
@@ -238,36 +256,57 @@ def build_sample_db(folder: Path) -> tuple[Path, dict[str, int], dict[str, int],
         longer = check_in_graph(saver)
         for text in TURNS:
             say(longer, "check-in", text)
+        nested = _nested_graph(saver)
+        for text in TURNS[:2]:
+            say(nested, "escalation", text)
     con = sqlite3.connect(path)
     try:
         checkpoints = dict(con.execute("SELECT thread_id, COUNT(*) FROM checkpoints GROUP BY thread_id").fetchall())
         writes = dict(con.execute("SELECT thread_id, COUNT(*) FROM writes GROUP BY thread_id").fetchall())
         turns = {thread: 0 for thread in checkpoints}
-        for thread, metadata in con.execute("SELECT thread_id, metadata FROM checkpoints"):
-            turns[thread] += json.loads(metadata)["source"] == "input"
+        inputs = dict(turns)
+        for thread, namespace, metadata in con.execute("SELECT thread_id, checkpoint_ns, metadata FROM checkpoints"):
+            is_input = json.loads(metadata)["source"] == "input"
+            inputs[thread] += is_input
+            turns[thread] += is_input and namespace == ""
     finally:
         con.close()
-    return path, turns, checkpoints, writes
+    return path, turns, checkpoints, writes, inputs
 
 
 @exercise("02.3")
 def check_turns_per_thread(turns_per_thread: Any) -> str:
     with tempfile.TemporaryDirectory(prefix="course-02-check-") as folder:
-        path, expected, checkpoints, writes = build_sample_db(Path(folder))
-        try:
-            result = call_answer(turns_per_thread, str(path), what="turns_per_thread(db_path)")
-        except sqlite3.OperationalError as exc:
-            message = str(exc)
-            if "no such table" in message:
-                raise Fail(f"sqlite3 says {message!r}: each saver names its own tables, and SqliteSaver's are "
-                           "checkpoints and writes (checkpoint_writes is PostgresSaver's); "
-                           "list them from sqlite_master") from None
-            raise Fail(f"sqlite3 raised OperationalError: {message}; "
-                       "try your query on the file in the chapter first") from None
+        path, expected, checkpoints, writes, inputs = build_sample_db(Path(folder))
+        with closing(sqlite3.connect(path)) as file_connection, closing(sqlite3.connect(":memory:")) as connection:
+            file_connection.backup(connection)  # the answer gets a connection, not a path: it writes the query
+            try:
+                result = call_answer(turns_per_thread, connection, what="turns_per_thread(connection)")
+            except sqlite3.ProgrammingError as exc:
+                raise Fail(f"sqlite3 raised ProgrammingError: {exc}; the connection is the dashboard's, "
+                           "open and in use: query it, do not close it") from None
+            except sqlite3.OperationalError as exc:
+                message = str(exc)
+                if "no such table" in message:
+                    raise Fail(f"sqlite3 says {message!r}: each saver names its own tables, and SqliteSaver's are "
+                               "checkpoints and writes (checkpoint_writes is PostgresSaver's); "
+                               "list them from sqlite_master") from None
+                raise Fail(f"sqlite3 raised OperationalError: {message}; "
+                           "try your query on the file in the chapter first") from None
+            try:
+                connection.execute("SELECT 1").fetchone()
+            except sqlite3.ProgrammingError:
+                raise Fail("your function closed the connection it was given; it belongs to the dashboard, "
+                           "which keeps using it: query it and leave it open") from None
     expect_type(result, dict, "thread_id -> number of turns; dict(rows) turns (thread_id, count) rows into one")
     if result == expected:
         counted = ", ".join(f"{t}={n}" for t, n in sorted(expected.items()))
-        return f"{len(expected)} threads of three graphs: {counted} turns, one checkpoint with source 'input' per turn"
+        return (f"{len(expected)} threads of four graphs: {counted} turns, one checkpoint with source 'input' per "
+                "turn in the root namespace (checkpoint_ns = ''); the subgraph's own 'input' checkpoints left out")
+    if result == inputs:
+        raise Fail("you counted every namespace: the escalation thread's subgraph saves a source 'input' "
+                   "checkpoint of its own under its checkpoint_ns each time it is called; a turn is an input of "
+                   "the root graph, checkpoint_ns = ''")
     if result == checkpoints:
         raise Fail("these are the row counts of the checkpoints table, one per checkpoint; a turn makes several "
                    "(its input, then one per step): count only the checkpoint each turn saves when its input arrives "

@@ -1,7 +1,6 @@
 """Wrong answers for chapter 02's exercises must fail with a hint, and pasted cells must not pass (see chapter 00)."""
 
 import json
-import sqlite3
 
 from helpers import checkpoint_anatomy
 from helpers.checks import PASSED, evaluate
@@ -86,12 +85,8 @@ def pages_of_snapshots(graph, thread_id, size):
 def count_per_thread_in(table):
     """The learner's query, rows per thread_id, on ``table``: checkpoints is right, the others are mistakes."""
 
-    def count(db_path):
-        con = sqlite3.connect(db_path)
-        try:
-            return dict(con.execute(f"SELECT thread_id, COUNT(*) FROM {table} GROUP BY thread_id"))
-        finally:
-            con.close()
+    def count(connection):
+        return dict(connection.execute(f"SELECT thread_id, COUNT(*) FROM {table} GROUP BY thread_id"))
 
     return count
 
@@ -102,39 +97,44 @@ count_writes = count_per_thread_in("writes")
 
 count_checkpoints = count_per_thread_in("checkpoints")
 
-
-def metadata_rows(db_path):
-    con = sqlite3.connect(db_path)
-    try:
-        return con.execute("SELECT thread_id, metadata FROM checkpoints WHERE checkpoint_ns = ''").fetchall()
-    finally:
-        con.close()
+ROOT_ONLY = " WHERE checkpoint_ns = ''"
 
 
-def turns_with_source(source):
-    """Checkpoints per thread whose metadata source is ``source``: "input" is right, "loop" a mistake."""
+def metadata_rows(connection, where=ROOT_ONLY):
+    return connection.execute(f"SELECT thread_id, metadata FROM checkpoints{where}").fetchall()
 
-    def count(db_path):
+
+def turns_with_source(source, where=ROOT_ONLY):
+    """Checkpoints per thread whose metadata source is ``source``: "input" in the root namespace is right."""
+
+    def count(connection):
         turns = {}
-        for thread_id, metadata in metadata_rows(db_path):
+        for thread_id, metadata in metadata_rows(connection, where):
             turns[thread_id] = turns.get(thread_id, 0) + (json.loads(metadata)["source"] == source)
         return turns
 
     return count
 
 
-def turns_as_rows(db_path):
-    return sorted(turns_with_source("input")(db_path).items())
+def turns_as_rows(connection):
+    return sorted(turns_with_source("input")(connection).items())
 
 
-def turns_first_thread_only(db_path):
-    thread, turns = next(iter(turns_with_source("input")(db_path).items()))
+def turns_first_thread_only(connection):
+    thread, turns = next(iter(turns_with_source("input")(connection).items()))
     return {thread: turns}
 
 
-def turns_by_dividing(db_path):
+def turns_by_dividing(connection):
     """A row count divided by the chapter graph's 3 checkpoints per turn."""
-    return {thread: rows // 3 for thread, rows in count_checkpoints(db_path).items()}
+    return {thread: rows // 3 for thread, rows in count_checkpoints(connection).items()}
+
+
+def turns_closing_the_connection(connection):
+    """Right counts, but it closes the dashboard's connection."""
+    turns = turns_with_source("input")(connection)
+    connection.close()
+    return turns
 
 
 RIGHT_TWO_TURNS = {"checkpoints": 10, "newest_step": 8, "reply_pending": 2}
@@ -173,6 +173,8 @@ WRONG_ANSWERS = {
         ((turns_as_rows,), "dict(rows)"),
         ((turns_first_thread_only,), "missing"),
         ((turns_with_source("loop"),), "the count for"),
+        ((turns_with_source("input", where=""),), "you counted every namespace"),
+        ((turns_closing_the_connection,), "closed the connection"),
     ],
 }
 
@@ -209,6 +211,13 @@ def pasted_checkpoint_rows_as_dict(db_path):
             if row["table"] == "checkpoints"}
 
 
+def pasted_saved_helpers(p):
+    """The re-audit's paste: the saved helpers stored_checkpoints and rows_per_thread, which open a path."""
+    return {t: sum(json.loads(r["metadata (JSON)"])["source"] == "input"
+                   for r in checkpoint_anatomy.stored_checkpoints(p, t))
+            for t in {r["thread_id"] for r in checkpoint_anatomy.rows_per_thread(p)}}
+
+
 COPY_ATTACKS = {
     "02.1": [(({"checkpoints": 6, "newest_step": 4, "reply_pending": 2},),
               "the one-node graph's two turns, read off the prediction cell's history (print_history)"),
@@ -222,7 +231,9 @@ COPY_ATTACKS = {
     "02.3": [((pasted_rows_per_thread,), "the table of the delete_thread cell (checkpoint_anatomy.rows_per_thread)"),
              ((pasted_rows_per_thread_as_dict,), "that table read into a dict without looking at its table column"),
              ((pasted_checkpoint_rows_as_dict,), "that table's checkpoints rows read into a dict"),
-             ((count_checkpoints,), "the chapter's sqlite3 query of the checkpoints table, grouped by thread")],
+             ((count_checkpoints,), "the chapter's sqlite3 query of the checkpoints table, grouped by thread"),
+             ((pasted_saved_helpers,), "checkpoint_anatomy.stored_checkpoints (cell 24) summed per thread of "
+                                       "checkpoint_anatomy.rows_per_thread (cell 35), the re-audit's paste")],
 }
 
 
