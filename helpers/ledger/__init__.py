@@ -18,6 +18,7 @@ The package, along its seams::
     service       ChatService: the ledger in front of a chat graph; the receiver (shown in 11);
                   ``python -m helpers.ledger.service dispatch DIR`` (imported on its own: it loads LangGraph)
     experiments   races, crashes, leases and processes for chapter 11 (imported on its own)
+    postgres_port what a PostgreSQL port must face, on a real server (the tests run it; needs psycopg)
 
 Public API::
 

@@ -9,13 +9,13 @@ from __future__ import annotations
 import pytest
 
 from helpers import servers
-from helpers.ledger import experiments
+from helpers.ledger import postgres_port
 
 
 @pytest.fixture(scope="module")
 def facts():
     with servers.postgres_server() as pg:
-        yield experiments.postgres_port_facts(pg.url)
+        yield postgres_port.postgres_port_facts(pg.url)
 
 
 def test_a_smaller_seq_commits_after_a_claim_saw_a_larger_one(facts: dict) -> None:
