@@ -28,7 +28,7 @@ def _expect_labels(answer: dict, name: str, expected: dict, allowed, hints: dict
 # ----------------------------------------------------------------------------- 10.1
 SPLIT_DECISIONS: dict[str, Any] = {
     "user/conversation": frozenset({"split: cardinality", "split: lifetime"}),
-    "conversation/thread, plain chat": "share",
+    "order/payment, one charge": "share",
     "message/command, no regenerate": "share",
     "command/operation, two seats": "split: cardinality",
     "conversation/thread, state expires": "split: lifetime",
@@ -36,9 +36,9 @@ SPLIT_DECISIONS: dict[str, Any] = {
 DECISIONS = ("share", "split: lifetime", "split: cardinality")
 _SPLIT_HINTS = {
     "user/conversation": "one user has many conversations, and a deleted chat leaves the user: split",
-    "conversation/thread, plain chat": ("ask both questions: nothing is rebuilt and there is one workflow, so "
-                                        "neither outlives the other and neither has many of the other. Two 'no's "
-                                        "share one value; a second ID would only be another random string"),
+    "order/payment, one charge": ("ask both questions: the payment record is deleted with its order, and an order "
+                                  "is charged exactly once, so neither outlives the other and neither has many of "
+                                  "the other. Two 'no's share one value: the order ID can key its charge"),
     "message/command, no regenerate": ("with no Regenerate and no edit, each message is sent as exactly one intent, "
                                        "and a retry resends the same message: two 'no's, so the message ID can "
                                        "serve as the command ID"),

@@ -14,7 +14,7 @@ import pytest
 from helpers.checks import PASSED, evaluate
 
 DECISIONS = {"user/conversation": "split: cardinality",
-             "conversation/thread, plain chat": "share",
+             "order/payment, one charge": "share",
              "message/command, no regenerate": "share",
              "command/operation, two seats": "split: cardinality",
              "conversation/thread, state expires": "split: lifetime"}
@@ -27,7 +27,7 @@ CHOICE = {"share_link_id": "uuid4", "leg_operation_id": "uuid5", "log_event_id":
 
 WRONG_ANSWERS = {
     "10.1": [
-        (({**DECISIONS, "conversation/thread, plain chat": "split: lifetime"},), "Two 'no's share one value"),
+        (({**DECISIONS, "order/payment, one charge": "split: lifetime"},), "Two 'no's share one value"),
         (({**DECISIONS, "message/command, no regenerate": "split: cardinality"},), "serve as the command ID"),
         (({**DECISIONS, "command/operation, two seats": "share"},), "drop the second as a duplicate"),
         (({**DECISIONS, "command/operation, two seats": "split: lifetime"},), "two effects of one command"),
@@ -79,7 +79,7 @@ WRONG_ANSWERS = {
 
 COPY_ATTACKS = {
     "10.1": [
-        (({"user/conversation": "split: cardinality", "conversation/thread, plain chat": "split: lifetime",
+        (({"user/conversation": "split: cardinality", "order/payment, one charge": "split: lifetime",
            "message/command, no regenerate": "split: cardinality", "command/operation, two seats": "split: cardinality",
            "conversation/thread, state expires": "split: lifetime"},),
          "the decision table of 'Two questions that decide whether to split an ID', read row by row: "
