@@ -76,6 +76,18 @@ TWO_TURNS_HINTS = {
 }
 
 
+# What a count the learner got from another graph (or another run) means.
+WRONG_VALUE_HINTS = {
+    ("checkpoints", 6): "; 6 is the one-node graph's count, 3 per turn",
+    ("checkpoints", 8): "; 8 is a two-node graph's count, 4 per turn",
+    ("checkpoints", 5): "; 5 counts one turn only",
+    ("newest_step", 3): "; the step counter does not restart at -1 for a new invoke",
+    ("newest_step", 4): "; 4 is the one-node graph's newest step",
+    ("newest_step", 6): "; 6 is a two-node graph's newest step",
+    ("reply_pending", 0): "; a checkpoint whose next step runs reply has ('reply',) in next",
+}
+
+
 @exercise("02.1")
 def check_two_turns_prediction(answer: Any) -> str:
     expect_type(answer, dict, 'a dict with the keys "checkpoints", "newest_step", "reply_pending"')
@@ -86,21 +98,7 @@ def check_two_turns_prediction(answer: Any) -> str:
     wrong = [k for k in truth if answer[k] != truth[k]]
     if wrong:
         key = wrong[0]
-        extra = ""
-        if key == "checkpoints" and answer[key] == 6:
-            extra = "; 6 is the one-node graph's count, 3 per turn"
-        if key == "checkpoints" and answer[key] == 8:
-            extra = "; 8 is a two-node graph's count, 4 per turn"
-        if key == "checkpoints" and answer[key] == 5:
-            extra = "; 5 counts one turn only"
-        if key == "newest_step" and answer[key] == 3:
-            extra = "; the step counter does not restart at -1 for a new invoke"
-        if key == "newest_step" and answer[key] == 4:
-            extra = "; 4 is the one-node graph's newest step"
-        if key == "newest_step" and answer[key] == 6:
-            extra = "; 6 is a two-node graph's newest step"
-        if key == "reply_pending" and answer[key] == 0:
-            extra = "; a checkpoint whose next step runs reply has ('reply',) in next"
+        extra = WRONG_VALUE_HINTS.get((key, answer[key]), "")
         verb = "is" if len(wrong) == 1 else "are"
         raise Fail(f"{len(wrong)} of {len(truth)} {verb} off, starting with {key!r}: {TWO_TURNS_HINTS[key]}{extra}")
     return (f"{truth['checkpoints']} checkpoints, newest at step {truth['newest_step']}, reply pending in "
