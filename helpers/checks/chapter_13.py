@@ -66,6 +66,9 @@ def check_three_run_prediction(survives: object, runs_left: object) -> str:
 # langgraph_api/stream.py metadata["run_attempt"]). A retry by the server is the same run
 # record handed out again: the same configurable, a higher run_attempt. A request sent twice
 # is two runs (the default multitask strategy is enqueue): new run_id, new request id.
+# With an auth handler, Runs.put (langgraph_api/models/run.py) sets langgraph_auth_user_id from
+# the token; it is a reserved key a request cannot send (langgraph_api/validation.py). A
+# configurable "user_id" is whatever the client put in its request.
 THREAD = "01a2335d-9296-7396-9a43-67e70d366129"
 ASSISTANT = "b980baeb-4069-5e45-9bfb-28efb4e8e880"
 PAY = "3f1c1a52-5d55-4f49-9d0e-6c1d2b7a9e41"       # the command ID the browser made for "Pay"
@@ -76,9 +79,9 @@ OTHER_THREAD = "01a2335d-b0c1-7c2e-9d4f-1e6a8b3c5d70"  # another traveller's thr
 
 
 def _server_config(run_id: str, request_id: str, attempt: int, user: str = "alice",
-                   thread: str = THREAD) -> dict[str, Any]:
+                   thread: str = THREAD, sent_user_id: str = "alice") -> dict[str, Any]:
     configurable = {"thread_id": thread, "run_id": run_id, "graph_id": "payments", "assistant_id": ASSISTANT,
-                    "user_id": user, "langgraph_request_id": request_id}
+                    "user_id": sent_user_id, "langgraph_auth_user_id": user, "langgraph_request_id": request_id}
     return {"configurable": configurable,
             "metadata": {**configurable, "run_attempt": attempt, "langgraph_api_version": "0.16.7"}}
 
@@ -92,7 +95,8 @@ KEY_CASES = {  # name -> (state, config) of one start of charge_card
     "the server's retry": (_state(PAY), _server_config("01a2335d-a256-70db-a96b-d08b8209d0c0", "req-1", 2)),
     "the double-click": (_state(PAY), _server_config("01a2335d-a699-7086-bcb9-2659fea210e1", "req-2", 1)),
     "a new payment": (_state(PAY_AGAIN), _server_config("01a2335d-ab54-7351-8a0c-84620702ccc1", "req-3", 1)),
-    # another traveller's browser sends the same command_id (a bug, or a replayed request)
+    # another traveller's browser replays the first traveller's request body: the same command_id and
+    # the same configurable user_id; the token, and so langgraph_auth_user_id, is bob's
     "another traveller": (_state(PAY), _server_config("01a2335d-b1d2-7e3f-8a4b-5c6d7e8f9a01", "req-4", 1,
                                                       user="bob", thread=OTHER_THREAD)),
 }
@@ -124,7 +128,8 @@ def check_charge_key(charge_key: object) -> str:
         raise Fail("another traveller's browser sent the same command_id (a bug, or a replayed request) and got "
                    "the first traveller's key, so the provider would answer their charge with the first one's: "
                    "a command ID is only unique per sender; scope the key to the user the server authenticated "
-                   "(config['configurable']['user_id']) or to the thread")
+                   "(config['configurable']['langgraph_auth_user_id'], which a request cannot set; its 'user_id' "
+                   "is what the request sent, here the first traveller's) or to the thread")
     return ("one key per user, command and effect: the same across the server's retry and a double-click, "
             "new for a new payment or another traveller")
 

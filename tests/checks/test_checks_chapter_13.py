@@ -50,6 +50,10 @@ def command_and_effect(state, config):
     return str(uuid.uuid5(uuid.UUID(state["command_id"]), "charge_card"))
 
 
+def sent_user_id(state, config):
+    return str(uuid.uuid5(uuid.UUID(state["command_id"]), f"{config['configurable']['user_id']}/charge_card"))
+
+
 def returns_uuid(state, config):
     return uuid.uuid5(uuid.UUID(state["command_id"]), "charge_card")
 
@@ -118,6 +122,7 @@ WRONG_ANSWERS = {
         ((thread_key,), "the thread is the conversation"),
         ((bare_command,), "the command ID itself"),
         ((command_and_effect,), "another traveller's browser sent the same command_id"),
+        ((sent_user_id,), "which a request cannot set"),
         ((returns_uuid,), "expected a str"),
         ((top_level_run_id,), "raised KeyError"),
     ],
@@ -136,7 +141,7 @@ WRONG_ANSWERS = {
 def test_right_answers_pass():
     assert evaluate("13.1", RIGHT_SURVIVES, RIGHT_RUNS).status == PASSED
     assert evaluate("13.2", lambda state, config: str(uuid.uuid5(uuid.UUID(state["command_id"]),
-                                                                 f"{config['configurable']['user_id']}/charge_card"))
+                                                                 f"{config['configurable']['langgraph_auth_user_id']}/charge_card"))
                     ).status == PASSED
     assert evaluate("13.2", lambda state, config: f"{config['configurable']['thread_id']}:{state['command_id']}:"
                                                   "charge_card").status == PASSED
