@@ -24,17 +24,14 @@ OS process with its own memory; ``os._exit(17)`` in it is a real crash, reported
   kernel); either way it first kills the children it still has.
 * :func:`server_for` lends an open server of this process that preloaded the given modules,
   or makes one for a ``with`` block: a check can reuse the server its chapter started.
-* :func:`run_forked` needs no server: it forks the calling process itself (a kernel that
-  has imported LangGraph already) and waits for the child. Chapters 01 and 07 use it for
-  their one short child each, which a server's own import (a second or more of CPU) would
-  only delay. Such a child is a copy of the kernel, with its objects and open files, not a
-  fresh interpreter: it suits a target that opens what it uses itself.
 
 Requests and replies are JSON lines on the server's stdin and stdout: no sockets, no
 temporary files, nothing in the temp folder. Files are written only where the caller
 says (the logs). The server never starts a thread (it refuses a preload that does), so
 forking it is safe. Chapter 06 forks its kernel instead (:mod:`helpers.booking_crashes`):
 its children run functions defined in the notebook, which no other process can import.
+Chapters 01 and 07 fork it too (:mod:`helpers.kernel_forks`), for one short child each,
+which a server's own import would only delay.
 
 Platforms without ``os.fork`` (Windows) get the same interface and results, only slower:
 no server process is started, and every target runs in a fresh interpreter.
@@ -61,7 +58,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["Child", "ProcessServer", "run_forked", "run_script", "run_target", "serve", "server_for", "target_name"]
+__all__ = ["Child", "ProcessServer", "run_script", "run_target", "serve", "server_for", "target_name"]
 
 SERVER_COMMAND = "import sys; from helpers.preloaded_processes import serve; serve(sys.argv[1:])"
 FRESH_COMMAND = ("import json, os, sys; from helpers.preloaded_processes import run_target; "
@@ -473,57 +470,3 @@ def server_for(preload: Sequence[str]) -> Iterator[ProcessServer]:
             return
     with ProcessServer(preload) as server:
         yield server
-
-
-def run_forked(target: str | Callable[..., Any], *args: Any, log: str | Path = os.devnull,
-               timeout: float = 90.0, fork: bool | None = None) -> int:
-    """Run ``target(*args)`` in a child forked from this very process, wait for it; its exit code.
-
-    For a process that has already imported what ``target`` needs, such as a notebook's
-    kernel after its setup cell: the child starts as a copy of this process's memory, so it
-    imports nothing and starts in milliseconds, where a fresh interpreter (or a
-    :class:`ProcessServer` started just before) spends a second or more importing LangGraph.
-    From the fork on, the two processes share no memory: nothing the child creates or
-    changes reaches this process, and what it saved in memory ends with it. Its stdin is
-    empty, its stdout and stderr (``sys.stdout`` included, which in a kernel is the
-    kernel's own stream) go to ``log``, and it ends with ``os._exit`` (the codes of
-    :func:`run_target`), so it never runs this process's cleanup or returns into its code.
-    This process's other threads do not exist in the child.
-
-    ``target`` is ``"module:function"`` or a module-level function, and ``args`` JSON
-    values, as for :meth:`ProcessServer.start`, so that the same call works where
-    ``os.fork`` is missing (Windows; or ``fork=False``): there ``target`` runs in a fresh
-    interpreter, only slower. After ``timeout`` seconds the child is killed and
-    TimeoutError raised.
-    """
-    name, arguments = target_name(target), json.loads(json.dumps(list(args)))
-    if not (hasattr(os, "fork") if fork is None else fork):
-        with ProcessServer(fork=False) as fresh:
-            return fresh.run(name, *arguments, log=log, timeout=timeout)
-    for stream in (sys.stdout, sys.stderr):
-        stream.flush()  # nothing buffered before the fork is written twice
-    pid = os.fork()
-    if pid == 0:  # the child: run the target, then leave, whatever happens
-        code = 1
-        try:
-            sys.stdout = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115 - ended by os._exit
-            sys.stderr = open(2, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
-            code = run_target(name, arguments, str(log))  # points fds 1 and 2 at the log first
-        finally:
-            os._exit(code)
-    reaped, statuses = threading.Event(), []
-
-    def reap() -> None:
-        statuses.append(os.waitpid(pid, 0)[1])
-        reaped.set()
-
-    threading.Thread(target=reap, daemon=True, name=f"reap-{pid}").start()
-    try:
-        finished = reaped.wait(timeout)
-    finally:
-        if not reaped.is_set():  # timed out, or this process was interrupted while waiting
-            os.kill(pid, signal.SIGKILL)
-            reaped.wait()
-    if not finished:
-        raise TimeoutError(f"child process {pid} ({name}) still running after {timeout} s; killed")
-    return os.waitstatus_to_exitcode(statuses[0])

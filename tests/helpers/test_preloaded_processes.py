@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gc
-import io
 import os
 import subprocess
 import sys
@@ -203,53 +202,3 @@ def test_a_killed_owner_leaves_neither_the_server_nor_its_children_running() -> 
             owner.wait()
         owner.stdin.close()
         owner.stdout.close()
-
-
-# -- run_forked: a child forked from this very process ------------------------------------
-SEEN_BY_THE_CHILD: list[str] = []
-
-
-def report_copy(path: str) -> None:
-    """A target: write what this module's list held when the child started, then change the list."""
-    Path(path).write_text(",".join(SEEN_BY_THE_CHILD), encoding="utf-8")
-    SEEN_BY_THE_CHILD.append("added in the child")
-    print("printed by the child")
-
-
-@pytest.mark.parametrize("fork", WAYS)
-def test_run_forked_reports_real_exit_codes_and_logs_the_child(fork: bool, tmp_path: Path) -> None:
-    log = tmp_path / "child.log"
-    assert preloaded_processes.run_forked(write_and_crash, str(tmp_path / "c.txt"), "crashed", 17, log=log,
-                                          fork=fork) == 17
-    assert (tmp_path / "c.txt").read_text() == "crashed"
-    assert preloaded_processes.run_forked("time:sleep", 0, log=log, fork=fork) == 0
-    assert preloaded_processes.run_forked(fail, "bad input", log=log, fork=fork) == 1
-    assert [preloaded_processes.run_forked(leave, code, log=log, fork=fork) for code in (None, 5)] == [0, 5]
-    assert preloaded_processes.run_forked(preloaded_processes.run_script, SCRIPT, "3", log=log, fork=fork) == 3
-    text = log.read_text()
-    assert "about to crash" in text and "ValueError: bad input" in text and "argv: ['3'] | main: True" in text
-
-
-def test_a_forked_child_starts_as_a_copy_and_changes_nothing_here(tmp_path: Path,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    if not hasattr(os, "fork"):
-        pytest.skip("no os.fork: the target runs in a fresh interpreter")
-    monkeypatch.setattr(sys.modules[report_copy.__module__], "SEEN_BY_THE_CHILD", ["set before the fork"])
-    captured = io.StringIO()  # like a kernel: sys.stdout is not file descriptor 1
-    monkeypatch.setattr(sys, "stdout", captured)
-    log = tmp_path / "copy.log"
-    assert preloaded_processes.run_forked(report_copy, str(tmp_path / "seen.txt"), log=log) == 0
-    assert (tmp_path / "seen.txt").read_text() == "set before the fork"  # the child had this process's memory
-    assert sys.modules[report_copy.__module__].SEEN_BY_THE_CHILD == ["set before the fork"]  # nothing came back
-    assert log.read_text() == "printed by the child\n" and captured.getvalue() == ""
-
-
-@pytest.mark.parametrize("fork", WAYS)
-def test_run_forked_kills_a_child_that_runs_past_its_timeout(fork: bool) -> None:
-    before, started = {p.pid for p in psutil.Process().children()}, time.monotonic()
-    with pytest.raises(TimeoutError, match="killed"):
-        preloaded_processes.run_forked("time:sleep", 60, timeout=1.0, fork=fork)
-    assert time.monotonic() - started < 30
-    assert {p.pid for p in psutil.Process().children()} <= before  # killed and reaped
-    with pytest.raises(ValueError, match="not importable"):
-        preloaded_processes.run_forked(lambda: None)
