@@ -29,11 +29,12 @@ and what it holds. ``tests/course/test_architecture.py`` keeps the chapter lists
     fare_lookup_graphs      06 16     the lookup and booking graphs (saved from 06), stand-in services
     folder_saver            16        a checkpointer of your own on a folder of JSON files (saved from 16)
     history_tree            09 16     a thread's history as a tree: edges, lanes, a plot
+    kernel_forks            01 07     a child process forked from the kernel itself: no second LangGraph import
     ledger                  10 11     the SQLite command ledger, a package: schema, acceptance, delivery, service, …
     multitask               13        double-texting on the Agent Server, made deterministic
     namespaces              05 11     the trip planner's nested subgraphs (saved from 05), namespace views
     persistent_service      14        the travel assistant as a FastAPI service on AsyncPostgresSaver (saved from 14)
-    preloaded_processes     01 07 10 12  child processes forked from a server that imported LangGraph once
+    preloaded_processes     01 10 12  child processes forked from a server that imported LangGraph once
     processes               00        real child Python processes (fresh interpreters)
     serializer_safety       12        custom types in state, the msgpack allowlist, the advisories
     server_checkpointer     16        the factory langgraph.json names: a FolderSaver for the Agent Server

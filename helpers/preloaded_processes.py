@@ -2,7 +2,7 @@
 
 A fresh interpreter spends a second or more importing LangGraph before it runs a line of a
 chapter's experiment. So the chapters that restart, crash or run real worker processes
-(07, 08, 10, 11) start a :class:`ProcessServer` early: a plain child Python process (a fresh
+(08, 10, 11, 12) start a :class:`ProcessServer` early: a plain child Python process (a fresh
 interpreter, started with :mod:`subprocess`, not a copy of the notebook's kernel, so it
 inherits no open SQLite connection, socket or thread) that imports the modules it is given once. Then, per request,
 it forks a child that runs an importable target, ``"module:function"`` with JSON arguments,
@@ -30,6 +30,8 @@ temporary files, nothing in the temp folder. Files are written only where the ca
 says (the logs). The server never starts a thread (it refuses a preload that does), so
 forking it is safe. Chapter 06 forks its kernel instead (:mod:`helpers.booking_crashes`):
 its children run functions defined in the notebook, which no other process can import.
+Chapters 01 and 07 fork it too (:mod:`helpers.kernel_forks`), for one short child each,
+which a server's own import would only delay.
 
 Platforms without ``os.fork`` (Windows) get the same interface and results, only slower:
 no server process is started, and every target runs in a fresh interpreter.
