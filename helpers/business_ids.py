@@ -14,8 +14,8 @@
   :func:`crash_inside_hold` crashes a real child process inside that
   node (``os._exit``, default durability, a saver with a remote database's write latency),
   resumes the run in this process and returns what the node saw both times.
-  The child is forked from an open :class:`helpers.preloaded_processes.ProcessServer` of
-  this process that preloaded this module (chapter 10's), else from one made for it.
+  The child is a fork of this process (the notebook's kernel, LangGraph already imported);
+  without ``os.fork``, a process of :func:`helpers.preloaded_processes.server_for`.
   :func:`label_values` turns logged IDs into stable labels.
 * :class:`LoopbackApi` is a one-route JSON API on 127.0.0.1 that hands each POSTed body to
   a function of the notebook, one request at a time, in arrival order: chapter 10's app
@@ -246,19 +246,31 @@ def _crash_in_hold(path: str, seen: str, command_id: str, delay: float) -> None:
 def crash_inside_hold(directory: str | Path, command_id: str, *, delay: float = 0.05) -> list[ExecutionInfo]:
     """What ``hold_outbound`` saw before a real crash inside it, and when the run was delivered again.
 
-    A child process (forked by :func:`helpers.preloaded_processes.server_for`'s server) runs
-    the hold graph under the default durability on a SQLite file whose writes take ``delay``
-    seconds longer; the node calls ``os._exit`` at once. This process then delivers the
-    command again, as a dispatcher would: ``invoke(None, ...)`` if a checkpoint survived,
-    else the input again, with the same command ID and a new LangGraph run ID. Returns
-    the two ExecutionInfo objects the node got.
+    A child process runs the hold graph under the default durability on a SQLite file whose
+    writes take ``delay`` seconds longer; the node calls ``os._exit`` at once. The child is a
+    fork of this process (:func:`helpers.booking_crashes.fork_child`, as in chapter 06), which
+    has LangGraph imported already: a fresh interpreter, or a process server started for it,
+    would first spend about 1.5 s of CPU importing it. Without ``os.fork`` (Windows) it runs
+    in a process from :func:`helpers.preloaded_processes.server_for`; its output goes to
+    ``crash-child.log`` in ``directory``. This process then delivers the command again, as a
+    dispatcher would: ``invoke(None, ...)`` if a checkpoint survived, else the input again,
+    with the same command ID and a new LangGraph run ID. Returns the two ExecutionInfo
+    objects the node got.
     """
     folder = Path(directory)
-    path, seen = folder / "holds.db", folder / "seen-before-crash.json"
-    with preloaded_processes.server_for([__name__]) as server:
-        code = server.run(_crash_in_hold, str(path), str(seen), command_id, delay)
+    path, seen, child_log = folder / "holds.db", folder / "seen-before-crash.json", folder / "crash-child.log"
+    if hasattr(os, "fork"):
+        from helpers.booking_crashes import fork_child
+
+        pid = fork_child(_crash_in_hold, str(path), str(seen), command_id, delay, log_path=child_log)
+        code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+    else:
+        with preloaded_processes.server_for([__name__]) as server:
+            code = server.run(_crash_in_hold, str(path), str(seen), command_id, delay, log=str(child_log))
     if code != CRASH_EXIT_CODE:
-        raise RuntimeError(f"the crashing child exited with {code}, not {CRASH_EXIT_CODE}: it never reached the node")
+        tail = child_log.read_text(encoding="utf-8")[-1500:] if child_log.exists() else ""
+        raise RuntimeError(f"the crashing child exited with {code}, not {CRASH_EXIT_CODE}: it never reached the node"
+                           + (f":\n{tail}" if tail else ""))
     before = ExecutionInfo(**json.loads(seen.read_text(encoding="utf-8")))
     log: list[dict[str, Any]] = []
     conn = sqlite3.connect(path, check_same_thread=False)

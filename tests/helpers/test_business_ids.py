@@ -1,5 +1,6 @@
 """helpers.business_ids: uuid properties, PII footprints, runtime IDs, the loopback API, the acceptance table."""
 
+import os
 import sqlite3
 from pathlib import Path
 
@@ -71,6 +72,12 @@ def test_a_real_crash_inside_the_hold_changes_the_task_id(tmp_path: Path) -> Non
     assert before.thread_id == after.thread_id == "trip-crash"
     assert before.task_id != after.task_id  # the checkpoint it was planned from was never saved
     assert before.run_id != after.run_id  # LangGraph's run_id: one per invocation
+
+
+def test_without_os_fork_the_crash_runs_in_a_fresh_interpreter(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.delattr(os, "fork")  # as on Windows: no fork of this process, no process server
+    before, after = ids.crash_inside_hold(tmp_path, "0b4b7c53-7c6d-5b0c-a5c8-3d2f1e0a9b8c")
+    assert before.thread_id == after.thread_id == "trip-crash" and before.task_id != after.task_id
 
 
 def test_label_values_in_order_of_first_appearance() -> None:
