@@ -13,30 +13,14 @@ import pytest
 
 from helpers import preloaded_processes
 from helpers.kernel_forks import run_forked
+from tests.helpers.test_preloaded_processes import WAYS, fail, leave, write_and_crash  # the same targets
 
-WAYS = [pytest.param(True, id="forked", marks=pytest.mark.skipif(not hasattr(os, "fork"), reason="no os.fork")),
-        pytest.param(False, id="fresh-interpreter")]
 SEEN_BY_THE_CHILD: list[str] = []
 SCRIPT = """
 import sys
 print("argv:", sys.argv[1:], "| main:", __name__ == "__main__")
 sys.exit(int(sys.argv[1]))
 """
-
-
-def write_and_crash(path: str, text: str, code: int) -> None:
-    """A target: print, write a file, then end the process the hard way."""
-    print("about to crash")
-    Path(path).write_text(text, encoding="utf-8")
-    os._exit(code)
-
-
-def fail(message: str) -> None:
-    raise ValueError(message)
-
-
-def leave(code: object) -> None:
-    sys.exit(code)
 
 
 def report_copy(path: str) -> None:
