@@ -15,7 +15,7 @@ after a real crash.
   one :class:`helpers.preloaded_processes.ProcessServer` that imported LangGraph once. :func:`survival_rows` and
   :func:`outcome_rows` turn results into tables; :func:`survival_facts` and
   :func:`recovery_laws` give the properties that hold whatever the timing.
-- What each mode costs is measured (and plotted) by :mod:`helpers.durability_costs`.
+- What each mode costs is measured by :mod:`helpers.durability_costs`.
 
 Files go into a directory the caller owns (the chapter's ``TemporaryDirectory``).
 """
