@@ -22,7 +22,7 @@ and what it holds. ``tests/course/test_architecture.py`` keeps the chapter lists
     conformance             16        LangGraph's checkpointer conformance suite, run from a cell or a check
     counting_saver          02 08 16  a saver wrapper that counts (and can slow) each call
     delta_graphs            15 16     the assistant with a DeltaChannel message list (saved from 15)
-    durability_costs        08        what each durability mode costs, as medians and ratios, and its bar plot
+    durability_costs        08        what each durability mode costs, as medians and ratios
     durability_experiments  08        the linear graph (saved from 08), save counts, real crashes
     environment             00        the environment self-check against the pins
     explorer                09        the interactive checkpoint explorer (ipywidgets)

@@ -1,10 +1,10 @@
-"""What each durability mode costs, and its plot: chapter 08's timing harness around the chapter's graph.
+"""What each durability mode costs: chapter 08's timing harness around the chapter's graph.
 
 :func:`measure_costs` times ``invoke`` per mode on a SQLite file (interleaved rounds after a
-warm-up, optionally with a stand-in for node work and for a slower database),
-:func:`summarize_costs` gives medians and ratios to ``sync``, and :func:`plot_cost_bars`
-draws them (nbval does not compare images, so it prints the numbers it draws first). The
-graph is chapter 08's :func:`helpers.durability_experiments.linear_graph`, shown in the chapter.
+warm-up, optionally with a stand-in for node work and for a slower database), and
+:func:`summarize_costs` gives medians and ratios to ``sync``, which the chapter prints as
+tables. The graph is chapter 08's :func:`helpers.durability_experiments.linear_graph`, shown
+in the chapter.
 """
 
 from __future__ import annotations
@@ -17,9 +17,6 @@ from typing import Any
 
 from .counting_saver import CountingSaver
 from .durability_experiments import MODES, linear_graph, open_sqlite_saver
-from .text_tables import format_table
-
-MODE_COLORS = {"sync": "#4c72b0", "async": "#55a868", "exit": "#c44e52"}
 
 
 def measure_costs(workdir: str | Path, modes: Sequence[str] = MODES, runs: int = 30, warmup: int = 3,
@@ -58,33 +55,3 @@ def summarize_costs(samples: dict[str, Sequence[float]], reference: str = "sync"
     medians = {mode: statistics.median(values) for mode, values in samples.items()}
     return [{"mode": mode, "runs": len(samples[mode]), "median ms": round(medians[mode], 2),
              f"ratio to {reference}": round(medians[mode] / medians[reference], 2)} for mode in samples]
-
-
-def plot_cost_bars(rows: Sequence[dict[str, Any]], *, title: str = "Cost of one invoke on SQLite",
-                   value: str = "median ms", ratio: str = "ratio to sync", ax: Any = None) -> Any:
-    """Print ``rows`` (as :func:`summarize_costs` returns them) as a table, then draw one bar per
-    row (``value``) labelled with ``ratio``.
-
-    Returns the matplotlib Axes; the caller ends the cell with ``plt.show()``. matplotlib is
-    imported here, so measuring costs does not need it.
-    """
-    import matplotlib.pyplot as plt
-
-    rows = list(rows)
-    print(format_table(rows))
-    if ax is None:
-        _, ax = plt.subplots(figsize=(7, 3))
-    modes = [str(r["mode"]) for r in rows]
-    values = [float(r[value]) for r in rows]
-    bars = ax.bar(modes, values, color=[MODE_COLORS.get(m, "#8172b2") for m in modes], width=0.6)
-    for bar, row in zip(bars, rows, strict=True):
-        label = f"{row[value]:.2f} ms" + (f"\n×{row[ratio]:.2f}" if ratio in row else "")
-        ax.annotate(label, (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center", va="bottom",
-                    fontsize=9, xytext=(0, 2), textcoords="offset points")
-    ax.set_ylabel("ms per invoke (median)")
-    ax.set_xlabel("durability mode")
-    ax.set_title(title)
-    ax.set_ylim(0, max(values + [0.0]) * 1.35 or 1.0)
-    ax.spines[["top", "right"]].set_visible(False)
-    ax.figure.tight_layout()
-    return ax

@@ -15,7 +15,7 @@ after a real crash.
   one :class:`helpers.preloaded_processes.ProcessServer` that imported LangGraph once. :func:`survival_rows` and
   :func:`outcome_rows` turn results into tables; :func:`survival_facts` and
   :func:`recovery_laws` give the properties that hold whatever the timing.
-- What each mode costs is measured (and plotted) by :mod:`helpers.durability_costs`.
+- What each mode costs is measured by :mod:`helpers.durability_costs`.
 
 Files go into a directory the caller owns (the chapter's ``TemporaryDirectory``).
 """
@@ -180,9 +180,25 @@ class CrashResult:
         return self.run.nodes.index(self.run.crash_at)
 
 
-def open_sqlite_saver(db_path: str | Path) -> SqliteSaver:
-    """A SqliteSaver on a file (check_same_thread=False: the saver writes from a worker thread)."""
-    return SqliteSaver(sqlite3.connect(str(db_path), check_same_thread=False))
+# SQLite's flush level for the crash lab's files (``PRAGMA synchronous``): see open_sqlite_saver.
+CRASH_SYNCHRONOUS = "OFF"
+
+
+def open_sqlite_saver(db_path: str | Path, *, synchronous: str | None = None) -> SqliteSaver:
+    """A SqliteSaver on a file (check_same_thread=False: the saver writes from a worker thread).
+
+    ``synchronous`` sets SQLite's ``PRAGMA synchronous`` on the connection; None keeps
+    SQLite's default (the cost measurement, :mod:`helpers.durability_costs`, times the saver
+    as it ships). The crash lab passes :data:`CRASH_SYNCHRONOUS` (``"OFF"``): a commit
+    returns once the operating system has the data, without waiting for the disk. That keeps
+    every write a *process* crash could lose or keep exactly as it is (the operating system
+    still has it after ``os._exit``; only a power cut could lose it), as chapter 06's crashes
+    do, and saves a disk flush per commit and per close.
+    """
+    conn = sqlite3.connect(str(db_path), check_same_thread=False)
+    if synchronous is not None:
+        conn.execute(f"PRAGMA synchronous={synchronous}")
+    return SqliteSaver(conn)
 
 
 def worker_files(folder: str | Path, number: int) -> tuple[Path, Path, Path, Path]:
@@ -195,7 +211,7 @@ def worker_files(folder: str | Path, number: int) -> tuple[Path, Path, Path, Pat
 def crash_run(folder: str | Path, number: int, run: CrashRun) -> None:
     """Worker side: run the line on the worker's own file until ``run.crash_at`` kills the process."""
     db, log, _, _ = worker_files(folder, number)
-    saver = CountingSaver(open_sqlite_saver(db), delay=run.delay)
+    saver = CountingSaver(open_sqlite_saver(db, synchronous=CRASH_SYNCHRONOUS), delay=run.delay)
     graph = linear_graph(saver, run.nodes, log_path=str(log), crash_at=run.crash_at,
                          work_seconds=run.work_seconds, slow_at=run.slow_at)
     graph.invoke({"trip": []}, THREAD, durability=run.mode)
@@ -213,7 +229,7 @@ def read_log(path: str | Path) -> list[tuple[str, str]]:
 
 def inspect_file(db_path: str | Path) -> tuple[tuple[int, ...], int]:
     """Open a checkpoint file: the steps saved, and the latest checkpoint's pending writes."""
-    saver = open_sqlite_saver(db_path)
+    saver = open_sqlite_saver(db_path, synchronous=CRASH_SYNCHRONOUS)
     try:
         steps = tuple(sorted(t.metadata["step"] for t in saver.list(THREAD)))
         latest = saver.get_tuple(THREAD)
@@ -229,7 +245,7 @@ def recover_file(db_path: str | Path, log_path: str | Path,
     Returns the error the resume raised (None if it worked) and the trip at the end. The
     nodes that ran are logged to ``log_path``.
     """
-    saver = open_sqlite_saver(db_path)
+    saver = open_sqlite_saver(db_path, synchronous=CRASH_SYNCHRONOUS)
     try:
         graph = linear_graph(saver, nodes, log_path=str(log_path))
         try:
