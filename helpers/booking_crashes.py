@@ -42,6 +42,7 @@ from .fare_lookup_graphs import (
     build_lookup_graph,
     run_until_failure,
 )
+from .kernel_forks import fork_quietly
 
 # -- crashes in forked child processes ----------------------------------------------------
 
@@ -91,7 +92,7 @@ def fork_child(target: Callable[..., None], *args: Any, log_path: str | Path) ->
     """Start ``target(*args)`` in a child forked from this very process (the notebook's kernel); its pid.
 
     Why a fork of the kernel, and not :class:`helpers.preloaded_processes.ProcessServer`
-    (chapters 08 and 10) or a fresh interpreter: the targets get functions defined in the
+    (chapters 08, 10, 11 and 12) or a fresh interpreter: the targets get functions defined in the
     notebook, the learner's ``idempotency_key`` of exercise 06.3 among them. Such a
     function exists only in the kernel's memory; it cannot be imported by, or sent as JSON
     to, another interpreter, and a fork copies it as it is. So this needs ``os.fork``
@@ -105,7 +106,8 @@ def fork_child(target: Callable[..., None], *args: Any, log_path: str | Path) ->
     """
     if not hasattr(os, "fork"):
         raise RuntimeError("the crash experiments need os.fork (Linux, macOS, WSL or Binder)")
-    pid = os.fork()
+    with fork_quietly():  # not inside SQLite in IPython's history thread
+        pid = os.fork()
     if pid == 0:  # the child
         code = 1
         try:
