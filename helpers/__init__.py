@@ -13,7 +13,7 @@ and what it holds. ``tests/course/test_architecture.py`` keeps the chapter lists
     agent_graphs            13 16     the Agent Server's graphs (07's approval workflow, chat) and auth handlers
     appendix_graphs         13        a graph that stays busy until released; one whose worker goes away
     approval_workflow       07 13 16  the booking-approval workflow with interrupts (saved from 07)
-    booking_crashes         06        real crashes in forks of the kernel: lost writes, idempotency keys
+    booking_crashes         06 08     real crashes in forks of the kernel: lost writes, idempotency keys
     business_ids            10        ID properties, personal-data footprints, the hold graph, a loopback API
     checkpoint_anatomy      02        structural views of a checkpoint and of a saver's tables
     checkpoint_ids          04        uuid6 checkpoint IDs read field by field; the parent chain
