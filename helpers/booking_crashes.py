@@ -42,7 +42,6 @@ from .fare_lookup_graphs import (
     build_lookup_graph,
     run_until_failure,
 )
-from .kernel_forks import fork_quietly
 
 # -- crashes in forked child processes ----------------------------------------------------
 
@@ -106,8 +105,7 @@ def fork_child(target: Callable[..., None], *args: Any, log_path: str | Path) ->
     """
     if not hasattr(os, "fork"):
         raise RuntimeError("the crash experiments need os.fork (Linux, macOS, WSL or Binder)")
-    with fork_quietly():  # not inside SQLite in IPython's history thread
-        pid = os.fork()
+    pid = os.fork()
     if pid == 0:  # the child
         code = 1
         try:

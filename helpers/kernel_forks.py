@@ -9,11 +9,14 @@ milliseconds.
 
 What the child is: a separate OS process that starts with a copy of the kernel's memory
 (its modules and objects) and with the kernel's open file descriptors, which the two share
-(and their offsets). Nothing it changes in memory reaches the kernel, and what it holds in
-memory ends with it; what it writes to a file, or does through an inherited descriptor,
-does reach it. It suits a target that opens what it uses itself (a SQLite file by its
-path) and never uses the kernel's open connections. The kernel's other threads do not
-exist in the child.
+(and their offsets). Nothing it changes in its own memory reaches the kernel, and what it
+holds there ends with it; what it writes to a file, or does through an inherited descriptor
+or a shared mapping (SQLite's WAL index of a connection the kernel has open), does reach
+it. IPython stops its history thread, which writes SQLite, before every fork
+(``os.register_at_fork`` in ``IPython/core/history.py``) and restarts it at the next cell,
+so no child starts with SQLite's locks held by that thread. It suits a target that opens
+what it uses itself (a SQLite file by its path) and never uses the kernel's open
+connections. The kernel's other threads do not exist in the child.
 
 Chapter 06 forks its kernel too (:func:`helpers.booking_crashes.fork_child`), to hand the
 child functions defined in the notebook. :func:`run_forked` takes importable targets with
@@ -29,34 +32,13 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from .preloaded_processes import ProcessServer, run_target, target_name
 
-__all__ = ["fork_quietly", "run_forked"]
-
-
-@contextmanager
-def fork_quietly() -> Iterator[None]:
-    """Around an ``os.fork`` in a kernel: IPython's history thread is not inside SQLite meanwhile.
-
-    The kernel's history thread writes each cell's input to its SQLite file while the cell
-    starts. A fork that caught it inside SQLite would copy SQLite's internal locks held, and
-    a child that then opened a SQLite file could wait on them forever. The thread writes only
-    while it holds the history cache locks, so holding them across the fork is enough.
-    Outside IPython (a plain script, a test) there is nothing to hold.
-    """
-    with ExitStack() as held:
-        shell = getattr(sys.modules.get("IPython"), "get_ipython", lambda: None)()
-        history = getattr(shell, "history_manager", None)
-        for name in ("db_input_cache_lock", "db_output_cache_lock"):
-            lock = getattr(history, name, None)
-            if lock is not None:
-                held.enter_context(lock)
-        yield
+__all__ = ["run_forked"]
 
 
 def run_forked(target: str | Callable[..., Any], *args: Any, log: str | Path = os.devnull,
@@ -78,8 +60,7 @@ def run_forked(target: str | Callable[..., Any], *args: Any, log: str | Path = o
             return fresh.run(name, *arguments, log=log, timeout=timeout)
     for stream in (sys.stdout, sys.stderr):
         stream.flush()  # nothing buffered before the fork is written twice
-    with fork_quietly():
-        pid = os.fork()
+    pid = os.fork()
     if pid == 0:  # the child: run the target, then leave, whatever happens
         code = 1
         try:

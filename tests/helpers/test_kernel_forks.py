@@ -12,7 +12,7 @@ import psutil
 import pytest
 
 from helpers import preloaded_processes
-from helpers.kernel_forks import fork_quietly, run_forked
+from helpers.kernel_forks import run_forked
 from tests.helpers.test_preloaded_processes import WAYS, fail, leave, write_and_crash  # the same targets
 
 SEEN_BY_THE_CHILD: list[str] = []
@@ -71,22 +71,3 @@ def test_targets_must_be_importable_and_arguments_json() -> None:
         run_forked(lambda: None)
     with pytest.raises(TypeError):
         run_forked("time:sleep", Path("not json"))
-
-
-def test_fork_quietly_holds_ipythons_history_locks_and_is_a_no_op_elsewhere(monkeypatch):
-    """In a kernel the history thread writes SQLite only under these two locks: held across the fork."""
-    import threading
-    import types
-
-    history = types.SimpleNamespace(db_input_cache_lock=threading.Lock(), db_output_cache_lock=threading.Lock())
-    shell = types.SimpleNamespace(history_manager=history)
-    monkeypatch.setitem(sys.modules, "IPython", types.SimpleNamespace(get_ipython=lambda: shell))
-    with fork_quietly():
-        assert history.db_input_cache_lock.locked() and history.db_output_cache_lock.locked()
-    assert not history.db_input_cache_lock.locked() and not history.db_output_cache_lock.locked()
-    monkeypatch.setitem(sys.modules, "IPython", types.SimpleNamespace(get_ipython=lambda: None))
-    with fork_quietly():
-        pass
-    monkeypatch.delitem(sys.modules, "IPython")
-    with fork_quietly():
-        pass
