@@ -96,9 +96,9 @@ def fork_child(target: Callable[..., None], *args: Any, log_path: str | Path) ->
     function exists only in the kernel's memory; it cannot be imported by, or sent as JSON
     to, another interpreter, and a fork copies it as it is. So this needs ``os.fork``
     (Linux, macOS, WSL, Binder) and raises RuntimeError without it. The child only runs
-    ``target`` and ends: the kernel's other threads do not exist in it. Exercise 10.4's
-    check forks this way too (:func:`helpers.business_ids.crash_inside_hold`): its child
-    needs LangGraph, which the kernel has imported, and a process server would import again.
+    ``target`` and ends: the kernel's other threads do not exist in it. A child whose
+    target is importable (chapters 01, 07 and exercise 10.4's check) uses
+    :func:`helpers.kernel_forks.run_forked` instead, which also runs without ``os.fork``.
 
     The child's stdout and stderr go to ``log_path``; it ends with ``os._exit`` (0 when
     ``target`` returns, 1 when it raises), so it never runs this process's cleanup.

@@ -14,8 +14,8 @@
   :func:`crash_inside_hold` crashes a real child process inside that
   node (``os._exit``, default durability, a saver with a remote database's write latency),
   resumes the run in this process and returns what the node saw both times.
-  The child is a fork of this process (the notebook's kernel, LangGraph already imported);
-  without ``os.fork``, a process of :func:`helpers.preloaded_processes.server_for`.
+  The child is a fork of this process (the notebook's kernel, LangGraph already imported),
+  made by :func:`helpers.kernel_forks.run_forked`; without ``os.fork``, a fresh interpreter.
   :func:`label_values` turns logged IDs into stable labels.
 * :class:`LoopbackApi` is a one-route JSON API on 127.0.0.1 that hands each POSTed body to
   a function of the notebook, one request at a time, in arrival order: chapter 10's app
@@ -45,7 +45,7 @@ from langgraph.runtime import ExecutionInfo, Runtime
 from langgraph.types import RetryPolicy
 from uuid6 import uuid7
 
-from helpers import preloaded_processes
+from helpers.kernel_forks import run_forked
 from helpers.processes import CRASH_EXIT_CODE
 
 __all__ = ["ID_NAMESPACE", "HoldState", "LoopbackApi", "SlowSqliteSaver", "TransientError",
@@ -248,25 +248,17 @@ def crash_inside_hold(directory: str | Path, command_id: str, *, delay: float = 
 
     A child process runs the hold graph under the default durability on a SQLite file whose
     writes take ``delay`` seconds longer; the node calls ``os._exit`` at once. The child is a
-    fork of this process (:func:`helpers.booking_crashes.fork_child`, as in chapter 06), which
-    has LangGraph imported already: a fresh interpreter, or a process server started for it,
-    would first spend about 1.5 s of CPU importing it. Without ``os.fork`` (Windows) it runs
-    in a process from :func:`helpers.preloaded_processes.server_for`; its output goes to
-    ``crash-child.log`` in ``directory``. This process then delivers the command again, as a
-    dispatcher would: ``invoke(None, ...)`` if a checkpoint survived, else the input again,
-    with the same command ID and a new LangGraph run ID. Returns the two ExecutionInfo
-    objects the node got.
+    fork of this process (:func:`helpers.kernel_forks.run_forked`, as in chapters 01 and 07),
+    which has LangGraph imported already: a fresh interpreter, or a process server started
+    for it, would first spend about 1.5 s of CPU importing it. Without ``os.fork`` (Windows)
+    it runs in a fresh interpreter; its output goes to ``crash-child.log`` in ``directory``.
+    This process then delivers the command again, as a dispatcher would: ``invoke(None,
+    ...)`` if a checkpoint survived, else the input again, with the same command ID and a
+    new LangGraph run ID. Returns the two ExecutionInfo objects the node got.
     """
     folder = Path(directory)
     path, seen, child_log = folder / "holds.db", folder / "seen-before-crash.json", folder / "crash-child.log"
-    if hasattr(os, "fork"):
-        from helpers.booking_crashes import fork_child
-
-        pid = fork_child(_crash_in_hold, str(path), str(seen), command_id, delay, log_path=child_log)
-        code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
-    else:
-        with preloaded_processes.server_for([__name__]) as server:
-            code = server.run(_crash_in_hold, str(path), str(seen), command_id, delay, log=str(child_log))
+    code = run_forked(_crash_in_hold, str(path), str(seen), command_id, delay, log=child_log)
     if code != CRASH_EXIT_CODE:
         tail = child_log.read_text(encoding="utf-8")[-1500:] if child_log.exists() else ""
         raise RuntimeError(f"the crashing child exited with {code}, not {CRASH_EXIT_CODE}: it never reached the node"
