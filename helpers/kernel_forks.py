@@ -1,7 +1,8 @@
 """A real child process forked from the notebook's kernel itself: no second LangGraph import.
 
 Chapters 01 and 07 each run one short child program: process A, which tells an assistant
-the seat and exits (01), and process 1, which starts four approvals and exits (07). A
+the seat and exits (01), and process 1, which starts four approvals and exits (07);
+exercise 10.4's check crashes one inside a node (:func:`helpers.business_ids.crash_inside_hold`). A
 fresh interpreter, or a :class:`helpers.preloaded_processes.ProcessServer` started in the
 setup cell, would first spend a second or more of CPU importing LangGraph; the kernel has
 done that already, so :func:`run_forked` forks the kernel and the child starts in
