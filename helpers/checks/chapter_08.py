@@ -183,36 +183,90 @@ def check_saver_calls(func):
             "one put_writes per task, and exit only the final checkpoint")
 
 
-# -- 08.4: which modes fit what was found after a crash --------------------------------------
-# Two findings after a crash in node c of a -> b -> c -> d (the chapter's experiment).
+# -- 08.4: which modes could have left each finding after a crash ----------------------------
+# A -> b -> c -> d -> e on SqliteSaver, node d kills its process (it logs its call first, as c does in the
+# chapter), then the file is recovered as in the crash lab. Step -1 is the input, step 0 the checkpoint after
+# __start__, step k+1 the one after the k-th node, so d is planned from step 3 and sync keeps steps -1..3.
+# What decides each answer, in langgraph/pregel of the pinned version:
+# - main.py, Pregel.stream: `if durability_ == "sync": loop._put_checkpoint_fut.result()` after every step,
+#   so under sync steps -1..3 are stored before d starts;
+# - _loop.py, _put_checkpoint: checkpoints go to `_checkpointer_put_after_previous`, which waits for the
+#   previous save, so async's file holds a prefix of -1..3; no checkpoint in exit mode until the run ends
+#   (`do_checkpoint = ... exiting or self.durability != "exit"`), and a crash ends nothing;
+# - _loop.py, put_writes: a task's write goes to the saver in the background (`self.durability != "exit"`),
+#   naming `self.checkpoint["id"]`, the checkpoint the task was planned from, and nothing orders it with
+#   that checkpoint's save; exit hands the saver no write during the run;
+# - _algo.py, prepare_single_task: a task's id hashes its checkpoint's id, so d's id comes back exactly when
+#   step 3 is on disk, and a write under a checkpoint that is not on disk is never read again.
+FINDINGS = ("hanoi", "oslo", "quito", "lisbon", "dakar")  # in the order the exercise lists them
 POSSIBLE_MODES = {
-    "clean": {"sync", "async"},  # steps -1..2 on disk, the recovery runs c and d
-    "partial": {"async"},  # steps -1 and 0 plus a's pending write, the recovery runs b, c and d
+    "hanoi": {"async", "exit"},  # no checkpoint, no write; the resume raises EmptyInputError
+    "oslo": {"async"},  # steps -1..2 with c's write on step 2; recovery d, e; d under a new task id
+    "quito": set(),  # steps -1..3, no pending write; recovery d, e; d under a new task id
+    "lisbon": set(),  # steps -1..4; recovery e
+    "dakar": {"async"},  # steps -1..1 with b's write, c's write naming the absent step 2; recovery c, d, e
 }
-EXIT_HINT = "exit saves nothing until the run ends, and a crash ends nothing cleanly: its file is empty"
+DURABILITY_MODES = ("sync", "async", "exit")
+_EXIT_HINT = ("this file holds checkpoints or writes: reconsider when exit hands the saver anything, and what a "
+              "crash leaves of it (sections '\"exit\" when a run fails or pauses' and 'Real crashes')")
+# (finding, mode put in the set that cannot leave it), or (finding, None): a mode that can was left out;
+# "*" for a finding no mode can leave.
+POSSIBLE_MODES_HINTS = {
+    ("hanoi", "sync"): "an empty file, yet a, b, c and d ran: reconsider what sync waits for before the next "
+                       "step starts (the table at the top of the chapter)",
+    ("hanoi", None): "a mode you left out can leave an empty file too: reread the table 'what a crash can cost' "
+                     "row by row, and the workers whose timing was fixed by hand (section 'Real crashes')",
+    ("oslo", "sync"): "the recovery runs what sync's would, but compare the file with what sync has on disk "
+                      "while d runs (exercise 08.1, on this line)",
+    ("oslo", "exit"): _EXIT_HINT,
+    ("oslo", None): "a mode you left out can leave this file: reread the race under 'Real crashes', where a "
+                    "pending write saves a node between the steps on disk and the crash",
+    ("quito", "*"): "reconsider the last law under 'Real crashes' (when does the crashed node get its task ID "
+                    "back?) and the checkpoint d was planned from",
+    ("lisbon", "*"): "compare the steps with what sync keeps for a crash in d (exercise 08.1), then reread the "
+                     "laws under 'Real crashes': what did the disk hold at most, in every worker?",
+    ("dakar", "sync"): "c's write names a checkpoint the file lacks: reread 'A saved write needs its checkpoint' "
+                       "(when does each mode store the checkpoint a task was planned from?)",
+    ("dakar", "exit"): _EXIT_HINT,
+    ("dakar", None): "a mode you left out can leave a write whose checkpoint is not in the file: reread "
+                     "'A saved write needs its checkpoint'",
+}
+
+
+def _possible_modes_hint(finding: str, modes: set[str]) -> str:
+    """What to reconsider for a wrong set: the first mode that cannot leave the finding, else a missing one."""
+    want = POSSIBLE_MODES[finding]
+    extra = [mode for mode in DURABILITY_MODES if mode in modes and mode not in want]
+    if extra:
+        hint = POSSIBLE_MODES_HINTS.get((finding, "*")) or POSSIBLE_MODES_HINTS[finding, extra[0]]
+    else:
+        hint = POSSIBLE_MODES_HINTS[finding, None]
+    return f"{finding!r}: {hint}"
 
 
 @exercise("08.4")
 def check_possible_modes(answer):
-    expect_type(answer, dict, "a dict: finding ('clean', 'partial') -> the set of modes that could explain it")
-    expect_keys(answer, sorted(POSSIBLE_MODES), "finding")
-    for finding in ("clean", "partial"):
-        expect_type(answer[finding], (set, frozenset, list, tuple), f"the modes that could explain {finding!r}")
+    expect_type(answer, dict, f"a dict: finding ({', '.join(map(repr, FINDINGS))}) -> the set of modes "
+                              "that could have left it")
+    unknown = [key for key in answer if key not in POSSIBLE_MODES]
+    if unknown:
+        raise Fail(f"{unknown[0]!r} is not one of this exercise's findings; the dict needs the keys {list(FINDINGS)}")
+    expect_keys(answer, FINDINGS, "finding")
+    given = {}
+    for finding in FINDINGS:
+        expect_type(answer[finding], (set, frozenset, list, tuple),
+                    f"the modes that could have left {finding!r}, e.g. {{'sync'}}, or set() for none")
         modes = set(answer[finding])
-        unknown = sorted(m for m in modes if m not in ("sync", "async", "exit"))
-        if unknown:
-            raise Fail(f"{finding!r}: {unknown} is not a durability mode; choose from 'sync', 'async', 'exit'")
-        if "exit" in modes:
-            raise Fail(f"{finding!r}: {EXIT_HINT}")
-    clean, partial = set(answer["clean"]), set(answer["partial"])
-    if "sync" in partial:
-        raise Fail("'partial': sync waits for each checkpoint before the next step starts, so with c running, "
-                   "steps -1 to 2 would all be on disk")
-    if "async" not in partial:
-        raise Fail("'partial': one mode saves in the background and can be caught half-way: which?")
-    if "sync" not in clean:
-        raise Fail("'clean': this is exactly what sync leaves: every finished step, and the recovery runs c and d")
-    if "async" not in clean:
-        raise Fail("'clean': async fits too. Its saves race the nodes; when the background thread finishes every "
-                   "finished step before c strikes, the file looks like sync's (see the async run with a slow c)")
-    return "a clean file does not prove sync; a half-saved one points to async; exit leaves nothing"
+        unknown_modes = sorted(map(repr, (m for m in modes if m not in DURABILITY_MODES)))
+        if unknown_modes:
+            raise Fail(f"{finding!r}: {', '.join(unknown_modes)} is not a durability mode; choose from 'sync', "
+                       "'async', 'exit'")
+        given[finding] = modes
+    wrong = [finding for finding in FINDINGS if given[finding] != POSSIBLE_MODES[finding]]
+    if wrong:
+        verb = "is" if len(wrong) == 1 else "are"
+        hint = _possible_modes_hint(wrong[0], given[wrong[0]])
+        raise Fail(f"{len(wrong)} of {len(FINDINGS)} findings {verb} off; {hint}")
+    return ("every finding read against the laws: sync keeps the steps through the one the crashed node was planned "
+            "from, async a prefix of them with writes that count only under their checkpoint, exit nothing; and no "
+            "file holds more than sync keeps")
