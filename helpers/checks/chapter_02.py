@@ -300,7 +300,8 @@ def check_turns_per_thread(turns_per_thread: Any) -> str:
     if result == expected:
         counted = ", ".join(f"{t}={n}" for t, n in sorted(expected.items()))
         return (f"{len(expected)} threads of four graphs: {counted} turns, one checkpoint with source 'input' per "
-                "turn in the root namespace (checkpoint_ns = ''); the subgraph's own 'input' checkpoints left out")
+                "turn (default durability) in the root namespace (checkpoint_ns = ''); the subgraph's own 'input' "
+                "checkpoints left out")
     if result == inputs:
         raise Fail("you counted every namespace: the escalation thread's subgraph saves a source 'input' "
                    "checkpoint of its own under its checkpoint_ns each time it is called; a turn is an input of "
