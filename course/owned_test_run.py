@@ -12,6 +12,7 @@ another clone's or a learner's live servers neither fail nor slow down the run.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import shutil
@@ -19,15 +20,32 @@ import tempfile
 import time
 from pathlib import Path
 
+import psutil
+
 from helpers import servers
 
 from .run_processes import processes_of_run
 
-__all__ = ["PROCESS_GRACE", "PYTEST_OWN", "RUN_FOLDER_PREFIX", "OwnedRun"]
+__all__ = ["PROCESS_GRACE", "PYTEST_OWN", "RUN_FOLDER_PREFIX", "OwnedRun", "own_resource_tracker"]
 
 RUN_FOLDER_PREFIX = "lgcourse-run-"
 PYTEST_OWN = "pytest-of-"  # pytest's tmp_path folders: pytest manages (and keeps) them
 PROCESS_GRACE = 5.0  # seconds a just-stopped process of the run gets to disappear
+
+
+def own_resource_tracker() -> frozenset[int]:
+    """The PID of this process's multiprocessing resource tracker, if one runs (else empty).
+
+    multiprocessing starts it on first use of a semaphore or shared memory, and it ends
+    when this process does. In a run without xdist (``pytest tests/helpers/test_ledger.py``)
+    this process is the controller, so the tracker is still alive at the check: not a leak.
+    """
+    trackers = set()
+    for child in psutil.Process().children():
+        with contextlib.suppress(psutil.Error):
+            if "from multiprocessing.resource_tracker import main" in " ".join(child.cmdline()):
+                trackers.add(child.pid)
+    return frozenset(trackers)
 
 
 class OwnedRun:
@@ -49,10 +67,11 @@ class OwnedRun:
         left = [f"temporary {'directory' if p.is_dir() else 'file'} {p.name}"
                 for p in sorted(self.folder.iterdir()) if not p.name.startswith(PYTEST_OWN)]
         deadline = time.monotonic() + grace
-        processes = processes_of_run(self.run_id)
+        own = own_resource_tracker()
+        processes = processes_of_run(self.run_id, exclude=own)
         while processes and time.monotonic() < deadline:
             time.sleep(0.1)
-            processes = processes_of_run(self.run_id)
+            processes = processes_of_run(self.run_id, exclude=own)
         return left + processes
 
     def close(self) -> None:

@@ -401,3 +401,27 @@ def test_a_test_run_reports_only_what_it_left_behind(tmp_path: Path) -> None:
     assert left[0].startswith("temporary directory course-99-")
     assert not run.folder.exists() and others.exists()  # its own folder removed, nothing else touched
     assert {key: os.environ.get(key) for key in outer} == outer
+
+
+def test_a_run_without_workers_does_not_count_its_own_resource_tracker(tmp_path: Path) -> None:
+    # `pytest tests/helpers/test_ledger.py` (no xdist) once failed: the controller's own
+    # multiprocessing resource tracker, alive until the controller exits, was counted as left behind.
+    child = textwrap.dedent("""
+        import multiprocessing, multiprocessing.resource_tracker, subprocess, sys
+        from course.owned_test_run import OwnedRun
+        run = OwnedRun()
+        try:
+            multiprocessing.resource_tracker.ensure_running()
+            stray = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+            try:
+                left = run.leftovers(grace=0.2)
+            finally:
+                stray.kill()
+                stray.wait()
+        finally:
+            run.close()
+        print([line.split(":")[0] for line in left] == [f"process {stray.pid}"])
+    """)
+    done = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=60,
+                          cwd=Path(__file__).resolve().parents[2])
+    assert done.stdout.strip() == "True", done.stdout + done.stderr
