@@ -1,6 +1,5 @@
 """helpers.durability_experiments: the chapter's graph, save counts per mode, real crash workers, cost."""
 
-import tempfile
 import time
 
 import pytest
@@ -71,6 +70,16 @@ def test_exit_saves_the_current_checkpoint_and_its_writes_when_the_run_stops_ear
 
 # -- real crashes ---------------------------------------------------------------------------
 @pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """One lab for the tests that only need a working one (each of its experiments gets a new
+    folder, so no test sees another's files); the tests about a lab's own start, reuse, end and
+    bound make their own, and the chapter's experiment below runs in a lab of its own."""
+    with CrashLab(tmp_path_factory.mktemp("shared-lab")) as shared:
+        yield shared
+    assert not shared.server.is_open
+
+
+@pytest.fixture(scope="module")
 def crashed(tmp_path_factory):
     """The chapter's runs on a plain SQLite file: one sync and one exit worker, three async, one typo,
     and the chapter's three runs whose timing is fixed by a slow saver or a slow node."""
@@ -123,12 +132,10 @@ def test_the_laws_hold_for_every_worker_whatever_the_timing(crashed):
     assert all(recovery_laws(list(crashed.values())).values())
 
 
-def test_a_slow_saver_is_only_slower():
+def test_a_slow_saver_is_only_slower(lab):
     # delay is a wall-clock latency: on a loaded machine async may still keep everything, so only
     # the laws are asserted (see the chapter: a range, never a constant)
-    with tempfile.TemporaryDirectory(prefix="course-08-test-") as workdir:
-        results = crash_experiment(workdir, [CrashRun("slow-async", "async", delay=0.02),
-                                             CrashRun("slow-sync", "sync", delay=0.02)])
+    results = lab.run([CrashRun("slow-async", "async", delay=0.02), CrashRun("slow-sync", "sync", delay=0.02)])
     assert all(recovery_laws(results).values())
     assert results[1].steps == (-1, 0, 1, 2)
 
@@ -180,17 +187,17 @@ def test_the_laws_hold_for_every_possible_async_outcome_and_catch_a_broken_one()
     assert not laws["the recovery ran a tail of the line, from the crash node on at least"]
 
 
-def test_real_sync_crashes_match_exercise_08_1(tmp_path):
+def test_real_sync_crashes_match_exercise_08_1(lab):
     runs = [CrashRun(f"case-{n}", "sync", nodes=nodes, crash_at=crash_at)
             for n, (nodes, crash_at) in enumerate(SYNC_CRASH_CASES)]
-    for result in crash_experiment(tmp_path, runs):
+    for result in lab.run(runs):
         steps, resumed = sync_crash_truth(result.run.nodes, result.run.crash_at)
         assert (list(result.steps), list(result.recovery_ran)) == (steps, resumed), result.run
 
 
-def test_a_worker_that_does_not_crash_is_reported(tmp_path):
+def test_a_worker_that_does_not_crash_is_reported(lab):
     with pytest.raises(RuntimeError, match="exited with 1, expected 17"):
-        crash_experiment(tmp_path, [CrashRun("sync", "sync", nodes=("a", "b"), crash_at="z")])
+        lab.run([CrashRun("sync", "sync", nodes=("a", "b"), crash_at="z")])
 
 
 def test_a_lab_runs_several_experiments_in_fresh_folders_and_ends_when_closed(tmp_path):
@@ -216,12 +223,12 @@ def test_a_forgotten_lab_ends_its_server(tmp_path):
     assert server.wait(timeout=30) == 0
 
 
-def test_a_lab_reports_a_failing_worker_and_keeps_working(tmp_path):
-    with CrashLab(tmp_path) as lab:
-        with pytest.raises(RuntimeError, match="the bad worker exited with 1, expected 17"):
-            lab.run([CrashRun("bad", "sync", delay=-1.0)])  # its saver raises (negative sleep) before c runs
-        assert "ValueError" in lab.log_path.read_text()  # the worker's traceback is in the lab's log
-        assert lab.run([CrashRun("sync", "sync")])[0].task_id_kept
+def test_a_lab_reports_a_failing_worker_and_keeps_working(lab):
+    logged = lab.log_path.stat().st_size if lab.log_path.exists() else 0  # the shared lab's log so far
+    with pytest.raises(RuntimeError, match="the bad worker exited with 1, expected 17"):
+        lab.run([CrashRun("bad", "sync", delay=-1.0)])  # its saver raises (negative sleep) before c runs
+    assert b"ValueError" in lab.log_path.read_bytes()[logged:]  # the worker's traceback is in the lab's log
+    assert lab.run([CrashRun("sync", "sync")])[0].task_id_kept
 
 
 def test_a_lab_keeps_at_most_max_parallel_workers_alive(tmp_path):
@@ -248,9 +255,9 @@ def test_a_lab_keeps_at_most_max_parallel_workers_alive(tmp_path):
     assert len(alive_at_start) == 6 and max(alive_at_start[:5]) <= 1  # 5 workers, then the examiner
 
 
-def test_labels_must_be_unique(tmp_path):
+def test_labels_must_be_unique(lab):
     with pytest.raises(ValueError, match="unique"):
-        crash_experiment(tmp_path, [CrashRun("x", "sync"), CrashRun("x", "async")])
+        lab.run([CrashRun("x", "sync"), CrashRun("x", "async")])
 
 
 # -- cost -------------------------------------------------------------------------------------
