@@ -7,6 +7,8 @@ import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import nullcontext
 from pathlib import Path
 
 import pytest
@@ -238,9 +240,22 @@ def test_f2_chat_service_renews_in_real_time(tmp_path: Path) -> None:
 
 
 # --------------------------------------------------------------------------- F4 dispatcher processes
+@pytest.fixture(scope="module")
+def process_server() -> Iterator[preloaded_processes.ProcessServer]:
+    """Chapter 11's process server, shared: its children run on directories each test owns, and
+    the server itself keeps nothing between requests (it forks a fresh child for each)."""
+    with preloaded_processes.ProcessServer(lx.CHILD_PRELOAD) as server:
+        yield server
+    assert server.exit_code == 0  # it ended cleanly after every test that used it
+
+
 @pytest.mark.parametrize("fork", [True, False], ids=["forked-from-the-process-server", "fresh-interpreters"])
-def test_f4_two_dispatcher_processes_survive_a_crash_inside_the_model_call(tmp_path: Path, fork: bool) -> None:
-    with ChatService(tmp_path) as api, preloaded_processes.ProcessServer(lx.CHILD_PRELOAD, fork=fork) as server:
+def test_f4_two_dispatcher_processes_survive_a_crash_inside_the_model_call(tmp_path: Path, fork: bool,
+                                                                          request: pytest.FixtureRequest) -> None:
+    own = nullcontext(request.getfixturevalue("process_server")) if fork else \
+        preloaded_processes.ProcessServer(lx.CHILD_PRELOAD, fork=False)
+    with ChatService(tmp_path) as api, own as server:
+        assert server.forks is fork
         api.open_conversation("acme", "conv-1")
         api.handle("acme", "K1", "conv-1", WINDOW)
         api.handle("acme", "K2", "conv-1", QUESTION)
@@ -256,10 +271,11 @@ def test_f4_two_dispatcher_processes_survive_a_crash_inside_the_model_call(tmp_p
         assert "recorded" in (tmp_path / "D1.log").read_text() + (tmp_path / "D2.log").read_text()
 
 
-def test_a_failing_dispatcher_is_reported_with_its_log(tmp_path: Path) -> None:
-    with preloaded_processes.ProcessServer(lx.CHILD_PRELOAD) as server, \
-            pytest.raises(RuntimeError, match=r"exit codes \[2\][\s\S]*--lease: invalid float value"):
-        lx.run_dispatchers(server, tmp_path, 1, lease="soon")  # type: ignore[arg-type]
+def test_a_failing_dispatcher_is_reported_with_its_log(tmp_path: Path,
+                                                      process_server: preloaded_processes.ProcessServer) -> None:
+    with pytest.raises(RuntimeError, match=r"exit codes \[2\][\s\S]*--lease: invalid float value"):
+        lx.run_dispatchers(process_server, tmp_path, 1, lease="soon")  # type: ignore[arg-type]
+    assert process_server.is_open  # a failing child leaves its server working
 
 
 def test_the_dispatch_cli_drains_a_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
