@@ -14,29 +14,10 @@ import pytest
 
 from helpers import preloaded_processes
 from helpers.preloaded_processes import ProcessServer
+from tests.helpers.preloaded_targets import fail, leave, preloaded_here, write_and_crash
 
 WAYS = [pytest.param(True, id="forked", marks=pytest.mark.skipif(not hasattr(os, "fork"), reason="no os.fork")),
         pytest.param(False, id="fresh-interpreter")]
-
-
-def write_and_crash(path: str, text: str, code: int) -> None:
-    """A target: print, write a file, then end the process the hard way."""
-    print("about to crash")
-    Path(path).write_text(text, encoding="utf-8")
-    os._exit(code)
-
-
-def fail(message: str) -> None:
-    raise ValueError(message)
-
-
-def leave(code: object) -> None:
-    sys.exit(code)
-
-
-def preloaded_here() -> None:
-    """Exit 0 when email.mime.text (the servers' preload) is already imported, 1 when it is not."""
-    os._exit(0 if "email.mime.text" in sys.modules else 1)
 
 
 @pytest.fixture(params=WAYS)
@@ -178,6 +159,7 @@ def test_nothing_is_written_to_the_temp_folder(tmp_path: Path, monkeypatch: pyte
 OWNER = """
 import sys
 from helpers.preloaded_processes import ProcessServer
+from tests.helpers.preloaded_targets import fail, leave, preloaded_here, write_and_crash
 server = ProcessServer(["email.mime.text"])
 child = server.start("time:sleep", 60)
 print(server.process.pid, child.pid, flush=True)
