@@ -72,9 +72,10 @@ def test_exit_saves_the_current_checkpoint_and_its_writes_when_the_run_stops_ear
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     """One lab for the tests that only need a working one (each of its experiments gets a new
-    folder, so no test sees another's files); the tests about a lab's own start, reuse, end and
-    bound make their own, and the chapter's experiment below runs in a lab of its own."""
-    with CrashLab(tmp_path_factory.mktemp("shared-lab")) as shared:
+    folder, so no test sees another's files); the tests about a lab's own start, reuse and end
+    make their own, and the chapter's experiment below runs in a lab of its own (4 at once).
+    At most 2 workers at once: the bound that test_a_lab_keeps_at_most_max_parallel_workers_alive checks."""
+    with CrashLab(tmp_path_factory.mktemp("shared-lab"), max_parallel=2) as shared:
         yield shared
     assert not shared.server.is_open
 
@@ -231,25 +232,25 @@ def test_a_lab_reports_a_failing_worker_and_keeps_working(lab):
     assert lab.run([CrashRun("sync", "sync")])[0].task_id_kept
 
 
-def test_a_lab_keeps_at_most_max_parallel_workers_alive(tmp_path):
+def test_a_lab_keeps_at_most_max_parallel_workers_alive(tmp_path, lab, monkeypatch):
     import psutil
 
     with pytest.raises(ValueError, match="at least 1"):
         CrashLab(tmp_path, max_parallel=0)
-    with CrashLab(tmp_path, max_parallel=2) as lab:
-        if lab.server.process is None:
-            pytest.skip("no os.fork: workers are fresh interpreters, not children of a server")
-        alive_at_start: list[int] = []
-        start = lab.server.start
+    assert lab.max_parallel == 2  # the module's lab, made with max_parallel=2
+    if lab.server.process is None:
+        pytest.skip("no os.fork: workers are fresh interpreters, not children of a server")
+    alive_at_start: list[int] = []
+    start = lab.server.start
 
-        def counting_start(*args, **kwargs):
-            workers = psutil.Process(lab.server.process.pid).children()
-            alive_at_start.append(sum(w.status() != psutil.STATUS_ZOMBIE for w in workers))
-            return start(*args, **kwargs)
+    def counting_start(*args, **kwargs):
+        workers = psutil.Process(lab.server.process.pid).children()
+        alive_at_start.append(sum(w.status() != psutil.STATUS_ZOMBIE for w in workers))
+        return start(*args, **kwargs)
 
-        lab.server.start = counting_start
-        results = lab.run([CrashRun("slow", "sync", work_seconds=0.2)] + [CrashRun(f"sync-{n}", "sync")
-                                                                         for n in range(4)])
+    monkeypatch.setattr(lab.server, "start", counting_start)
+    results = lab.run([CrashRun("slow", "sync", work_seconds=0.2)] + [CrashRun(f"sync-{n}", "sync")
+                                                                     for n in range(4)])
     assert [r.run.label for r in results] == ["slow", "sync-0", "sync-1", "sync-2", "sync-3"]
     assert all(r.steps == (-1, 0, 1, 2) for r in results)
     assert len(alive_at_start) == 6 and max(alive_at_start[:5]) <= 1  # 5 workers, then the examiner
