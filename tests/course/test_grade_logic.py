@@ -5,7 +5,11 @@ a dead kernel in the middle of a notebook, exceptions, huge outputs.
 None of this depends on what a real chapter teaches, so it runs on kernels that start in
 a fraction of a real chapter's CPU; test_grade_batch.py grades real chapter-00 submissions
 through the command line, test_grade_chapters.py real chapters. One batch per module, graded
-two at a time like ``--jobs 2``. Chapter 98's checks live in
+in this process one file at a time (``--jobs 1``), each file in a real kernel of its own:
+``--jobs 2`` would start two worker processes that each import the grader and start a kernel
+zygote (about 3.5 s of CPU in all) for the same ``grade_file`` of every file. One at a time,
+the batch takes about 45 s of wall time instead of 27 s, mostly waiting out timeouts. The worker processes are
+tested in test_grade_batch.py and test_grade_failures.py. Chapter 98's checks live in
 tests/course/fixtures/grading/checks/chapter_98.py.
 """
 
@@ -98,7 +102,7 @@ def _submissions_98(solutions, folder) -> list[str]:
 def batch98(tmp_path_factory):
     solutions = solutions_98(tmp_path_factory.mktemp("solutions98"))
     folder = tmp_path_factory.mktemp("subs 98 ü")
-    return grade98(solutions, _submissions_98(solutions, folder))
+    return grade98(solutions, _submissions_98(solutions, folder), jobs=1)
 
 
 def first(batch, name):
