@@ -6,7 +6,8 @@ return an edited copy of a notebook, ``write`` saves it, ``run_cli`` runs the re
 The fixture chapter 98 (``chapter_98_solution``: three exercises, a setup cell that imports
 only the checks) is for the grader's own logic: its kernels start in a fraction of the
 CPU a real chapter's setup needs. Its checks live in ``fixtures/grading/checks/chapter_98.py``;
-``grade98`` grades a batch of its submissions in-process, ``--jobs 2`` style.
+``grade98`` grades a batch of its submissions in-process (``jobs=1``) or in ``jobs``
+worker processes.
 """
 
 from __future__ import annotations
@@ -55,9 +56,10 @@ def learner_98(solutions: Path):
     return grade.pristine_learner_copy(solutions / "98_fixture.ipynb")
 
 
-def grade98(solutions: Path, paths: list[str], timeout: float = 3) -> dict[str, dict[str, tuple[str, str]]]:
-    """File name -> exercise -> (status, message), graded two at a time with chapter 98's checks."""
-    results = grade.grade_paths(paths, timeout=timeout, jobs=2, solutions=str(solutions),
+def grade98(solutions: Path, paths: list[str], timeout: float = 3,
+            jobs: int = 1) -> dict[str, dict[str, tuple[str, str]]]:
+    """File name -> exercise -> (status, message), graded ``jobs`` at a time with chapter 98's checks."""
+    results = grade.grade_paths(paths, timeout=timeout, jobs=jobs, solutions=str(solutions),
                                 checks_dirs=[str(FIXTURES / "checks")])
     return {Path(g.submission).name: {r.exercise: (r.status, r.message) for r in g.rows} for g in results}
 

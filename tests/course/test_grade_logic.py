@@ -5,7 +5,11 @@ a dead kernel in the middle of a notebook, exceptions, huge outputs.
 None of this depends on what a real chapter teaches, so it runs on kernels that start in
 a fraction of a real chapter's CPU; test_grade_batch.py grades real chapter-00 submissions
 through the command line, test_grade_chapters.py real chapters. One batch per module, graded
-two at a time like ``--jobs 2``. Chapter 98's checks live in
+in this process one file at a time (``--jobs 1``), each file in a real kernel of its own:
+``--jobs 2`` would start two worker processes that each import the grader and start a kernel
+zygote (about 3.5 s of CPU in all) for the same ``grade_file`` of every file. One at a time,
+the batch takes about 40 s of wall time instead of 27 s, mostly waiting out timeouts. The worker processes are
+tested in test_grade_batch.py and test_grade_failures.py. Chapter 98's checks live in
 tests/course/fixtures/grading/checks/chapter_98.py.
 """
 
@@ -18,6 +22,10 @@ import pytest
 from helpers.checks import MIME_TYPE
 from tests.course.grading_submissions import edit_check, grade98, learner_98, solutions_98, with_answer, write
 
+# The per-cell time limit of the batch. The slowest cell that must not time out takes about
+# 0.2 s here (the first traceback a kernel formats): 2 s leaves a loaded machine ten times that,
+# and the spinning loop below burns 2 s of CPU, not more, before it is interrupted.
+TIMEOUT = 2
 GOOD = {"98.1": "answer = 42", "98.2": "def double(x):\n    return x * 2", "98.3": "word = 'ok'"}
 RIGHT, WRONG = GOOD["98.1"], "answer = 41"
 HINT = "six times seven"  # what the check of 98.1 says to a wrong answer
@@ -98,7 +106,7 @@ def _submissions_98(solutions, folder) -> list[str]:
 def batch98(tmp_path_factory):
     solutions = solutions_98(tmp_path_factory.mktemp("solutions98"))
     folder = tmp_path_factory.mktemp("subs 98 ü")
-    return grade98(solutions, _submissions_98(solutions, folder))
+    return grade98(solutions, _submissions_98(solutions, folder), timeout=TIMEOUT, jobs=1)
 
 
 def first(batch, name):
@@ -148,7 +156,7 @@ def test_exercise_found_without_metadata(batch98, name):
 
 
 @pytest.mark.parametrize("name,exercise,status,words", [
-    ("loop", "98.1", "timeout", "3 s"),  # the message names the time limit
+    ("loop", "98.1", "timeout", f"{TIMEOUT} s"),  # the message names the time limit
     ("98_exit", "98.2", "error", "kernel died"),
     ("raises", "98.1", "error", "ZeroDivisionError"),
 ])

@@ -40,16 +40,19 @@ def test_progress_on_a_folder_of_copies(tmp_path):
         assert text.splitlines()[-1] == "Next exercise to try: 01.1 in 01_threads.ipynb"
 
 
-def test_progress_cli_all_passed(tmp_path):
+def test_progress_cli_all_passed(tmp_path, capsys):
+    """The command line's main() in this process, so its kernel is forked from the kernel zygote
+    the test above started (a ``python -m course.progress`` child would import the grader and
+    start a zygote of its own: about 3 s of CPU); the real command line runs once, below."""
     shutil.copy(SOLUTION_00, tmp_path / SOLUTION_00.name)
-    proc = subprocess.run([sys.executable, "-m", "course.progress", "--folder", str(tmp_path), "--timeout", "30"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr
-    row = next(line for line in proc.stdout.splitlines() if line.startswith("00 "))
+    assert progress.main(["--folder", str(tmp_path), "--timeout", "30"]) == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.startswith("00 "))
     assert "1/1" in row and "Start here" in row
 
 
 def test_progress_cli_usage_error(tmp_path):
+    """The real command line (``python -m course.progress``), once: a folder that does not exist."""
     proc = subprocess.run([sys.executable, "-m", "course.progress", "--folder", str(tmp_path / "nope")],
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 2
