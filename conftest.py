@@ -64,9 +64,9 @@ def pytest_unconfigure(config):
 # (`--no-loadscope-reorder`; its default order is by number of tests), so a long module
 # handed out late would run alone at the end.
 SLOWEST_FIRST = ("14_persistent_service.ipynb",  # 45-70 under load (PostgreSQL and uvicorn start), both folders
+                 "tests/course/test_grade_logic.py",  # 45 (one file at a time, mostly timeouts waited out)
                  "tests/course/test_grade_failures.py",  # 44
                  "tests/helpers/test_servers.py",  # 34
-                 "tests/course/test_grade_logic.py",  # 28
                  "tests/course/test_grade_chapters.py",  # 23
                  "tests/course/test_grade_batch.py",  # 17
                  "tests/helpers/test_durability_experiments.py",  # 14
