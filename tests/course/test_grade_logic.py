@@ -8,7 +8,7 @@ through the command line, test_grade_chapters.py real chapters. One batch per mo
 in this process one file at a time (``--jobs 1``), each file in a real kernel of its own:
 ``--jobs 2`` would start two worker processes that each import the grader and start a kernel
 zygote (about 3.5 s of CPU in all) for the same ``grade_file`` of every file. One at a time,
-the batch takes about 40 s of wall time instead of 27 s, mostly waiting out timeouts. The worker processes are
+the batch takes about 45 s of wall time instead of 27 s, mostly waiting out timeouts. The worker processes are
 tested in test_grade_batch.py and test_grade_failures.py. Chapter 98's checks live in
 tests/course/fixtures/grading/checks/chapter_98.py.
 """

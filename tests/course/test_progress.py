@@ -41,9 +41,10 @@ def test_progress_on_a_folder_of_copies(tmp_path):
 
 
 def test_progress_cli_all_passed(tmp_path, capsys):
-    """The command line's main() in this process, so its kernel is forked from the kernel zygote
-    the test above started (a ``python -m course.progress`` child would import the grader and
-    start a zygote of its own: about 3 s of CPU); the real command line runs once, below."""
+    """The command line's main() in this process, so its kernel is forked from this process's
+    kernel zygote (started by the test above when both run): a ``python -m course.progress``
+    child would import the grader and start a zygote of its own, about 3 s of CPU. The real
+    command line runs once, below."""
     shutil.copy(SOLUTION_00, tmp_path / SOLUTION_00.name)
     assert progress.main(["--folder", str(tmp_path), "--timeout", "30"]) == 0
     out = capsys.readouterr().out

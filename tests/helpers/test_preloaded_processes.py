@@ -159,7 +159,6 @@ def test_nothing_is_written_to_the_temp_folder(tmp_path: Path, monkeypatch: pyte
 OWNER = """
 import sys
 from helpers.preloaded_processes import ProcessServer
-from tests.helpers.preloaded_targets import fail, leave, preloaded_here, write_and_crash
 server = ProcessServer(["email.mime.text"])
 child = server.start("time:sleep", 60)
 print(server.process.pid, child.pid, flush=True)
